@@ -1,0 +1,17 @@
+// Package provider is the protocol-6 server of the tfitest test provider: a
+// real Terraform provider, built with terraform-plugin-go, that the SDK's
+// tests install through mirrors and registries and run with real Terraform.
+//
+// It keeps no state outside Terraform's own state, talks to nothing and
+// starts no goroutines, so any number of copies may run in parallel. It
+// offers:
+//
+//   - resource tfitest_item: required name, optional payload, computed id
+//     ("item-" + name, unknown while planning a create). Changing name
+//     replaces the resource, changing payload updates it in place. Import
+//     takes the name as the import ID.
+//   - data source tfitest_echo: result is a copy of value.
+//
+// Everything else in the protocol (functions, ephemeral resources, identity,
+// moves) answers with an empty response or an "unsupported" diagnostic.
+package provider
