@@ -1,0 +1,260 @@
+package pluginc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-version"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
+)
+
+// stateDir holds the cache's bookkeeping inside the cache dir. Its name
+// starts with a dot so Terraform, reading the cache as a filesystem mirror,
+// skips it as an invalid hostname.
+const stateDir = ".pluginc"
+
+// Requirement asks for one provider.
+type Requirement struct {
+	Provider    Provider
+	Constraints string // Terraform syntax, such as "~> 5.0"; empty means any release
+	// Locked, when set, is the version from an existing lock file. It is
+	// used as is (it must satisfy Constraints), so a warm cache answers
+	// without touching the network.
+	Locked string
+}
+
+// Package is one installed provider package.
+type Package struct {
+	Provider    Provider
+	Version     string
+	Platform    string   // OS_ARCH
+	Dir         string   // the unpacked package inside the cache
+	Hashes      []string // lock file hashes: h1: of this package, zh: of all platforms when signed
+	Constraints string   // the requirement's constraints in canonical form, for LockFile
+}
+
+// Stats counts what a Cache did since Open.
+type Stats struct {
+	Downloads int64 // packages this process downloaded and installed
+	Bytes     int64 // bytes of those downloads
+	Hits      int64 // package requests answered from the cache or by another caller's install
+	Waits     int64 // times a package lock was held by another process and had to be waited for
+}
+
+// Cache is a provider cache in a directory shared by any number of
+// processes. Its methods are safe for concurrent use.
+type Cache struct {
+	dir       string
+	sources   []Source
+	platforms []string
+	env       *fetchEnv
+	log       *slog.Logger
+
+	group singleflight.Group
+
+	mu       sync.Mutex
+	listings map[Provider]*listing
+
+	downloads, bytes, hits, waits atomic.Int64
+
+	// testHookUnpacking, when set, runs after the first file of a package
+	// has been unpacked into its temp dir. Tests use it to kill a process
+	// mid-unpack.
+	testHookUnpacking func()
+}
+
+// listing is the merged version list of one provider over all sources,
+// fetched once per Cache.
+type listing struct {
+	once     sync.Once
+	versions []*version.Version
+	from     map[string]int // version -> index of the first source that offers it
+	err      error
+}
+
+// Open opens (creating if needed) the cache rooted at dir.
+func Open(dir string, opts ...Option) (*Cache, error) {
+	if dir == "" {
+		return nil, errors.New("pluginc: open cache: empty directory")
+	}
+	cfg := config{getenv: os.LookupEnv}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("pluginc: open cache %s: %w", dir, err)
+	}
+	for _, sub := range []string{"locks", "tmp", "meta"} {
+		if err := os.MkdirAll(filepath.Join(abs, stateDir, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("pluginc: open cache %s: %w", dir, err)
+		}
+	}
+	if len(cfg.sources) == 0 {
+		cfg.sources = []Source{Registry()}
+	}
+	if len(cfg.platforms) == 0 {
+		cfg.platforms = []string{runtime.GOOS + "_" + runtime.GOARCH}
+	}
+	if cfg.client == nil {
+		cfg.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	if cfg.log == nil {
+		cfg.log = slog.New(slog.DiscardHandler)
+	}
+	return &Cache{
+		dir:       abs,
+		sources:   cfg.sources,
+		platforms: cfg.platforms,
+		env:       &fetchEnv{client: cfg.client, log: cfg.log, env: cfg.getenv},
+		log:       cfg.log,
+		listings:  map[Provider]*listing{},
+	}, nil
+}
+
+// Dir returns the absolute cache directory.
+func (c *Cache) Dir() string { return c.dir }
+
+// Stats returns the counters since Open.
+func (c *Cache) Stats() Stats {
+	return Stats{Downloads: c.downloads.Load(), Bytes: c.bytes.Load(), Hits: c.hits.Load(), Waits: c.waits.Load()}
+}
+
+// Ensure makes every requirement available in the cache for every
+// configured platform and returns the packages, requirement by requirement
+// and platform by platform within each. Each package is downloaded at most
+// once however many goroutines and processes ask for it at once; a caller
+// that finds another one installing waits for it and gets the result.
+func (c *Cache) Ensure(ctx context.Context, reqs ...Requirement) ([]Package, error) {
+	type plan struct {
+		cs     constraints
+		locked *version.Version
+	}
+	plans := make([]plan, len(reqs))
+	for i, r := range reqs {
+		if r.Provider.IsZero() || r.Provider.Hostname == "" || r.Provider.Namespace == "" || r.Provider.Type == "" {
+			return nil, fmt.Errorf("%w %q in requirement %d", ErrInvalidProvider, r.Provider.String(), i)
+		}
+		cs, err := parseConstraints(r.Constraints)
+		if err != nil {
+			return nil, fmt.Errorf("provider %s: %w", r.Provider, err)
+		}
+		plans[i].cs = cs
+		if r.Locked != "" {
+			v, err := parseVersion(r.Locked)
+			if err != nil {
+				return nil, fmt.Errorf("%w: provider %s locked at %q: %v", ErrLockedVersion, r.Provider, r.Locked, err)
+			}
+			if !cs.allows(v) {
+				return nil, fmt.Errorf("%w: provider %s is locked at %s, which does not match constraints %q",
+					ErrLockedVersion, r.Provider, v, r.Constraints)
+			}
+			plans[i].locked = v
+		}
+	}
+	out := make([][]Package, len(reqs))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, r := range reqs {
+		g.Go(func() error {
+			v := plans[i].locked
+			if v == nil {
+				l := c.listing(gctx, r.Provider)
+				if l.err != nil {
+					return l.err
+				}
+				var err error
+				if v, err = selectVersion(r.Provider, l.versions, plans[i].cs); err != nil {
+					return err
+				}
+			}
+			pkgs := make([]Package, len(c.platforms))
+			for j, plat := range c.platforms {
+				p, err := c.ensurePackage(gctx, r.Provider, v, plat)
+				if err != nil {
+					return err
+				}
+				p.Constraints = plans[i].cs.String()
+				pkgs[j] = p
+			}
+			out[i] = pkgs
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var all []Package
+	for _, ps := range out {
+		all = append(all, ps...)
+	}
+	return all, nil
+}
+
+// listing returns the merged versions of p, asking the sources once per
+// Cache. A failed listing is not remembered, so a later call retries.
+func (c *Cache) listing(ctx context.Context, p Provider) *listing {
+	c.mu.Lock()
+	l, ok := c.listings[p]
+	if !ok {
+		l = &listing{}
+		c.listings[p] = l
+	}
+	c.mu.Unlock()
+	l.once.Do(func() {
+		l.from = map[string]int{}
+		var errs []error
+		for i, s := range c.sources {
+			vs, err := s.versions(ctx, c.env, p)
+			if err != nil {
+				if errors.Is(err, ErrNotFound) {
+					continue
+				}
+				errs = append(errs, fmt.Errorf("list versions of %s from %s: %w", p, s, err))
+				continue
+			}
+			for _, v := range vs {
+				if _, dup := l.from[v.String()]; !dup {
+					l.from[v.String()] = i
+					l.versions = append(l.versions, v)
+				}
+			}
+		}
+		if len(l.versions) == 0 {
+			if len(errs) > 0 {
+				l.err = errors.Join(errs...)
+			} else {
+				l.err = fmt.Errorf("%w: provider %s is offered by none of the sources (%s)", ErrNotFound, p, c.sourceNames())
+			}
+		}
+	})
+	if l.err != nil {
+		c.mu.Lock()
+		if c.listings[p] == l {
+			delete(c.listings, p)
+		}
+		c.mu.Unlock()
+	}
+	return l
+}
+
+func (c *Cache) sourceNames() string {
+	s := ""
+	for i, src := range c.sources {
+		if i > 0 {
+			s += ", "
+		}
+		s += src.String()
+	}
+	return s
+}

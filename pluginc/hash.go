@@ -1,0 +1,17 @@
+package pluginc
+
+import (
+	"fmt"
+
+	"golang.org/x/mod/sumdb/dirhash"
+)
+
+// hashDir returns the h1: hash of an unpacked package exactly as Terraform
+// computes it for a package directory, which equals the h1: of its zip.
+func hashDir(dir string) (string, error) {
+	h, err := dirhash.HashDir(dir, "", dirhash.Hash1)
+	if err != nil {
+		return "", fmt.Errorf("hash package %s: %w", dir, err)
+	}
+	return h, nil
+}

@@ -1,0 +1,110 @@
+package pluginc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/go-version"
+	"golang.org/x/mod/sumdb/dirhash"
+)
+
+// NetworkMirror returns a Source speaking the provider network mirror
+// protocol at baseURL (https://HOST/PATH/): HOSTNAME/NS/TYPE/index.json and
+// HOSTNAME/NS/TYPE/VERSION.json. Packages are checked against the h1: or
+// zh: hashes the mirror gives; like Terraform, only the package's own h1:
+// goes into the lock file, since a mirror's hashes are not signed.
+func NetworkMirror(baseURL string) Source { return netMirror{base: baseURL} }
+
+type netMirror struct{ base string }
+
+func (m netMirror) String() string { return "network mirror " + m.base }
+
+func (m netMirror) url(p Provider, file string) (*url.URL, error) {
+	b, err := url.Parse(m.base)
+	if err != nil || b.Scheme != "https" || b.Host == "" {
+		return nil, fmt.Errorf("%w: network mirror URL %q must be an absolute https URL", ErrDownload, m.base)
+	}
+	return b.JoinPath(p.Hostname, p.Namespace, p.Type, file), nil
+}
+
+func (m netMirror) versions(ctx context.Context, env *fetchEnv, p Provider) ([]*version.Version, error) {
+	u, err := m.url(p, "index.json")
+	if err != nil {
+		return nil, err
+	}
+	body, err := env.getSmall(ctx, u.String(), tokenFor(env, u.Hostname(), u))
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Versions map[string]json.RawMessage `json:"versions"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrDownload, u, err)
+	}
+	var out []*version.Version
+	for s := range doc.Versions {
+		if v, err := parseVersion(s); err == nil {
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b *version.Version) int { return a.Compare(b) })
+	return out, nil
+}
+
+func (m netMirror) fetch(ctx context.Context, env *fetchEnv, p Provider, v *version.Version, platform string, dst *os.File) (fetched, error) {
+	u, err := m.url(p, v.Original()+".json")
+	if err != nil {
+		return fetched{}, err
+	}
+	body, err := env.getSmall(ctx, u.String(), tokenFor(env, u.Hostname(), u))
+	if err != nil {
+		return fetched{url: u.String()}, err
+	}
+	var doc struct {
+		Archives map[string]struct {
+			URL    string   `json:"url"`
+			Hashes []string `json:"hashes"`
+		} `json:"archives"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return fetched{url: u.String()}, fmt.Errorf("%w: %s: %v", ErrDownload, u, err)
+	}
+	a, ok := doc.Archives[platform]
+	if !ok {
+		return fetched{url: u.String()}, fmt.Errorf("%w: %s has no archive for %s", ErrNotFound, u, platform)
+	}
+	dl, err := u.Parse(a.URL)
+	if err != nil || a.URL == "" {
+		return fetched{url: u.String()}, fmt.Errorf("%w: %s: bad archive url %q", ErrDownload, u, a.URL)
+	}
+	n, sum, err := env.download(ctx, dl.String(), tokenFor(env, u.Hostname(), dl), dst)
+	if err != nil {
+		return fetched{url: dl.String(), bytes: n}, err
+	}
+	f := fetched{url: dl.String(), bytes: n}
+	if len(a.Hashes) == 0 {
+		return f, nil
+	}
+	var h1s []string
+	for _, h := range a.Hashes {
+		if zh, ok := strings.CutPrefix(h, "zh:"); ok && strings.EqualFold(zh, sum) {
+			return f, nil
+		}
+		if strings.HasPrefix(h, "h1:") {
+			h1s = append(h1s, h)
+		}
+	}
+	if len(h1s) > 0 {
+		zh, err := dirhash.HashZip(dst.Name(), dirhash.Hash1)
+		if err == nil && slices.Contains(h1s, zh) {
+			return f, nil
+		}
+	}
+	return f, fmt.Errorf("%w: archive (zh:%s) matches none of the mirror's hashes %s", ErrChecksum, sum, strings.Join(a.Hashes, ", "))
+}
