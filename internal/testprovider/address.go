@@ -19,11 +19,7 @@ const Platform = runtime.GOOS + "_" + runtime.GOARCH
 // ExecutableName is the name of the provider executable inside a package of
 // the given version, as Terraform looks for it: terraform-provider-tfitest_vVER.
 func ExecutableName(version string) string {
-	name := "terraform-provider-" + Type + "_v" + version
-	if runtime.GOOS == "windows" {
-		name += ".exe"
-	}
-	return name
+	return "terraform-provider-" + Type + "_v" + version + exeSuffix
 }
 
 // ZipName is the conventional package file name for a version on a platform
@@ -31,3 +27,6 @@ func ExecutableName(version string) string {
 func ZipName(version, platform string) string {
 	return "terraform-provider-" + Type + "_" + version + "_" + platform + ".zip"
 }
+
+// exeSuffix is what Terraform (and the OS) require executables to end with.
+var exeSuffix = map[bool]string{true: ".exe"}[runtime.GOOS == "windows"]

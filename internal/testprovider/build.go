@@ -53,6 +53,7 @@ type buildResult struct {
 var builds struct {
 	mu      sync.Mutex
 	dir     string
+	packer  string // path of the tfitest-pack helper, once built
 	results map[buildConfig]*buildResult
 	zips    map[zipKey]*zipResult
 }
@@ -80,7 +81,7 @@ func Cleanup() {
 	if builds.dir != "" {
 		_ = os.RemoveAll(builds.dir)
 	}
-	builds.dir, builds.results, builds.zips = "", nil, nil
+	builds.dir, builds.packer, builds.results, builds.zips = "", "", nil, nil
 }
 
 func sharedDir() (string, error) {
@@ -136,17 +137,23 @@ func compile() (*Binary, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := filepath.Join(dir, "plain", ExecutableName("0.0.0"))
+	outDir := filepath.Join(dir, "plain")
 	// -trimpath and -buildvcs=false make the build reproducible and keep it
-	// independent of the checkout's git state.
-	cmd := exec.Command(goBin, "build", "-trimpath", "-buildvcs=false", "-o", out, "./cmd/terraform-provider-tfitest")
+	// independent of the checkout's git state; -s -w strip symbols, as
+	// provider releases do. The packer is built alongside: see Binary.Zip.
+	cmd := exec.Command(goBin, "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", outDir+string(filepath.Separator),
+		"./cmd/terraform-provider-tfitest", "./cmd/tfitest-pack")
 	cmd.Dir = srcDir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH, "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH, "GOFLAGS=-mod=readonly", "GOWORK=off")
 	var outBuf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("go build the provider in %s: %w\n%s", srcDir, err, outBuf.String())
 	}
+	builds.mu.Lock()
+	builds.packer = filepath.Join(outDir, "tfitest-pack"+exeSuffix)
+	builds.mu.Unlock()
+	out := filepath.Join(outDir, "terraform-provider-tfitest"+exeSuffix)
 	return describe(out)
 }
 
