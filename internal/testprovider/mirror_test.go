@@ -3,6 +3,7 @@ package testprovider_test
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,4 +37,24 @@ func TestCLIConfigFilesystemMirror(t *testing.T) {
 	require.Contains(t, got, `path    = "/tmp/my \"mirror\""`)
 	require.Contains(t, got, `include = ["registry.tfisolate.test/*/*"]`)
 	require.Contains(t, got, `exclude = ["registry.tfisolate.test/*/*"]`)
+}
+
+// TestWriteFilesystemMirrorConcurrently has parallel tests lay out mirrors
+// of the same versions at once, as other packages' tests do: every mirror
+// must get complete, identical packages.
+func TestWriteFilesystemMirrorConcurrently(t *testing.T) {
+	bin := testprovider.Build(t, testprovider.WithPadding(paddedSize))
+	const n = 4
+	paths := make([][]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { paths[i] = testprovider.WriteFilesystemMirror(t, t.TempDir(), bin, "1.0.0", "1.1.0") })
+	}
+	wg.Wait()
+	for _, ps := range paths {
+		require.Len(t, ps, 2)
+		for j, p := range ps {
+			require.Equal(t, fileSHA256(t, paths[0][j]), fileSHA256(t, p))
+		}
+	}
 }
