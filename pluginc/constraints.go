@@ -194,4 +194,3 @@ func NormalizeConstraints(s string) (string, error) {
 	}
 	return cs.String(), nil
 }
-
