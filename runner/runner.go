@@ -3,7 +3,12 @@ package runner
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"time"
+
+	"github.com/tfisolate/tfisolate/pluginc"
+	"github.com/tfisolate/tfisolate/workdir"
 )
 
 // Runner runs terraform commands over units. A Runner is safe for
@@ -19,6 +24,15 @@ type Runner struct {
 	events       func(Event)
 	logger       *slog.Logger
 
+	workdirs    *workdir.Manager
+	cache       *pluginc.Cache
+	tfPath      string
+	lockTimeout time.Duration
+	output      io.Writer
+	logDir      string
+	grace       time.Duration
+
+	// exec replaces real execution in tests of the queue alone.
 	exec execFunc
 }
 
@@ -28,6 +42,8 @@ func newRunner(opts []Option) (*Runner, error) {
 	r := &Runner{
 		parallelism: DefaultParallelism,
 		logger:      slog.New(slog.DiscardHandler),
+		lockTimeout: DefaultLockTimeout,
+		grace:       DefaultInterruptGrace,
 	}
 	for _, o := range opts {
 		if err := o(r); err != nil {
@@ -54,7 +70,19 @@ func (r *Runner) Run(ctx context.Context, cmd Command, units ...Unit) (*Report, 
 	}
 	exec := r.exec
 	if exec == nil {
-		return nil, fmt.Errorf("%w: runner has no execution configured; create it with New", ErrBadOption)
+		if r.workdirs == nil {
+			return nil, fmt.Errorf("%w: runner has no workdir manager; create it with New", ErrBadOption)
+		}
+		rs, err := r.newRunState()
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if cerr := rs.close(); cerr != nil {
+				r.logger.Warn("cannot remove run dir", "dir", rs.tmp, "err", cerr)
+			}
+		}()
+		exec = rs.runUnit
 	}
 	rep := &Report{Results: r.schedule(ctx, cmd, units, g, exec)}
 	return rep, rep.Err()

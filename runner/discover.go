@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-config-inspect/tfconfig"
+	tfaddr "github.com/hashicorp/terraform-registry-address"
+
+	"github.com/tfisolate/tfisolate/pluginc"
+)
+
+const lockFileName = ".terraform.lock.hcl"
+
+// discover returns the provider requirements of the root module in dir and
+// of the local modules it calls (sources starting with ./ or ../),
+// merged per provider, sorted by address. Versions from an existing
+// dependency lock file in dir are kept (Requirement.Locked), as terraform
+// init would without -upgrade.
+//
+// Remote modules are not fetched here: providers only they require are not
+// in the lock file and terraform init installs them directly, outside the
+// shared cache.
+func discover(dir string) ([]pluginc.Requirement, error) {
+	type req struct {
+		constraints []string
+	}
+	merged := map[pluginc.Provider]*req{}
+	seen := map[string]bool{}
+	var visit func(d string) error
+	visit = func(d string) error {
+		d = filepath.Clean(d)
+		if seen[d] {
+			return nil
+		}
+		seen[d] = true
+		mod, diags := tfconfig.LoadModule(d)
+		if diags.HasErrors() {
+			return fmt.Errorf("read module %s: %w", d, diags.Err())
+		}
+		for name, r := range mod.RequiredProviders {
+			src := r.Source
+			if src == "" {
+				src = name
+			}
+			if isBuiltIn(src) {
+				continue
+			}
+			p, err := pluginc.ParseProvider(src)
+			if err != nil {
+				return fmt.Errorf("module %s, provider %q: %w", d, name, err)
+			}
+			m := merged[p]
+			if m == nil {
+				m = &req{}
+				merged[p] = m
+			}
+			for _, c := range r.VersionConstraints {
+				if c = strings.TrimSpace(c); c != "" && !slices.Contains(m.constraints, c) {
+					m.constraints = append(m.constraints, c)
+				}
+			}
+		}
+		calls := make([]string, 0, len(mod.ModuleCalls))
+		for name := range mod.ModuleCalls {
+			calls = append(calls, name)
+		}
+		slices.Sort(calls)
+		for _, name := range calls {
+			src := mod.ModuleCalls[name].Source
+			if strings.HasPrefix(src, "./") || strings.HasPrefix(src, "../") {
+				if err := visit(filepath.Join(d, filepath.FromSlash(src))); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := visit(dir); err != nil {
+		return nil, err
+	}
+	locked := map[pluginc.Provider]string{}
+	switch b, err := os.ReadFile(filepath.Join(dir, lockFileName)); {
+	case err == nil:
+		locks, err := pluginc.ParseLockFile(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s in %s: %w", lockFileName, dir, err)
+		}
+		for _, l := range locks {
+			locked[l.Provider] = l.Version
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	out := make([]pluginc.Requirement, 0, len(merged))
+	for p, r := range merged {
+		out = append(out, pluginc.Requirement{Provider: p, Constraints: strings.Join(r.constraints, ", "), Locked: locked[p]})
+	}
+	slices.SortFunc(out, func(a, b pluginc.Requirement) int { return strings.Compare(a.Provider.String(), b.Provider.String()) })
+	return out, nil
+}
+
+// isBuiltIn reports terraform's built-in provider, implied by resources
+// such as terraform_data; it is never installed.
+func isBuiltIn(src string) bool {
+	if src == "terraform" {
+		return true
+	}
+	a, err := tfaddr.ParseProviderSource(src)
+	return err == nil && a.IsBuiltIn()
+}
+
+// requirementsKey identifies a requirement set: units with equal keys get
+// the same packages and the same lock file, so one leader serves them all.
+func requirementsKey(reqs []pluginc.Requirement) string {
+	var b strings.Builder
+	for _, r := range reqs {
+		fmt.Fprintf(&b, "%s|%s|%s\n", r.Provider, r.Constraints, r.Locked)
+	}
+	return b.String()
+}

@@ -1,0 +1,132 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/pluginc"
+	"github.com/tfisolate/tfisolate/workdir"
+)
+
+const providerVersion = "1.0.0"
+
+// world is a real setup: terraform, the test provider served by a loopback
+// registry, an empty plugin cache and a workdir root.
+type world struct {
+	tf    string
+	dir   string
+	reg   *testregistry.Server
+	pkg   testregistry.Package
+	cache *pluginc.Cache
+	wd    *workdir.Manager
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	w := &world{tf: testenv.Terraform(t), dir: t.TempDir()}
+	bin := testprovider.Build(t)
+	zip, err := os.ReadFile(bin.Zip(t, providerVersion))
+	require.NoError(t, err)
+	w.reg = testregistry.Start(t)
+	w.pkg = testregistry.Package{Namespace: testprovider.Namespace, Type: testprovider.Type,
+		Version: providerVersion, Platform: testprovider.Platform, Zip: zip}
+	w.reg.MustAdd(t, w.pkg)
+	w.cache, err = pluginc.Open(filepath.Join(w.dir, "cache"),
+		pluginc.WithSource(pluginc.Registry()), pluginc.WithHTTPClient(w.reg.HTTPClient()))
+	require.NoError(t, err)
+	w.wd, err = workdir.New(filepath.Join(w.dir, "workdirs"))
+	require.NoError(t, err)
+	return w
+}
+
+func (w *world) runner(t *testing.T, opts ...Option) *Runner {
+	t.Helper()
+	r, err := New(append([]Option{WithWorkdirs(w.wd), WithPluginCache(w.cache), WithTerraform(w.tf)}, opts...)...)
+	require.NoError(t, err)
+	return r
+}
+
+// component writes a root module into a new directory and returns it.
+func (w *world) component(t *testing.T, name, mainTF string) string {
+	t.Helper()
+	dir := filepath.Join(w.dir, "components", name)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.tf"), []byte(mainTF), 0o644))
+	return dir
+}
+
+// itemComponent manages one tfitest_item named after var.name.
+const itemComponent = `
+terraform {
+  required_providers {
+    tfitest = {
+      source  = "` + testprovider.Source + `"
+      version = ">= 1.0.0"
+    }
+  }
+}
+variable "name" { type = string }
+resource "tfitest_item" "this" { name = var.name }
+`
+
+// files returns generated files: tfvars and a local backend whose state
+// lives at statePath, where the test can read it.
+func files(t *testing.T, vars map[string]any, statePath string) map[string][]byte {
+	t.Helper()
+	v, err := json.Marshal(vars)
+	require.NoError(t, err)
+	b, err := json.Marshal(map[string]any{"terraform": map[string]any{"backend": map[string]any{"local": map[string]any{"path": statePath}}}})
+	require.NoError(t, err)
+	return map[string][]byte{"terraform.tfvars.json": v, "backend.tf.json": b}
+}
+
+// stateResources returns type.name -> attributes of every resource
+// instance in a local state file.
+func stateResources(t *testing.T, path string) map[string]map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var st struct {
+		Resources []struct {
+			Type, Name string
+			Instances  []struct {
+				Attributes map[string]any
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(b, &st))
+	out := map[string]map[string]any{}
+	for _, r := range st.Resources {
+		for _, in := range r.Instances {
+			out[r.Type+"."+r.Name] = in.Attributes
+		}
+	}
+	return out
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
