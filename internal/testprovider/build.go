@@ -129,15 +129,60 @@ func compile() (*Binary, error) {
 	if err != nil {
 		return nil, err
 	}
-	srcDir, err := packageDir()
+	outDir := filepath.Join(dir, "plain")
+	bin, packer, err := compileInto(outDir)
 	if err != nil {
 		return nil, err
+	}
+	builds.mu.Lock()
+	builds.packer = packer
+	builds.mu.Unlock()
+	return bin, nil
+}
+
+// BuildTo builds the provider into dir, for programs that are not tests (the
+// examples serve it from a loopback registry). dir must not hold anything
+// else; an existing build there is reused when it is complete.
+func BuildTo(dir string, opts ...Option) (*Binary, error) {
+	var cfg buildConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	name := "terraform-provider-tfitest" + exeSuffix
+	final := filepath.Join(dir, fmt.Sprintf("padded-%d", cfg.padding), name)
+	if bin, err := describe(final); err == nil {
+		return bin, nil
+	}
+	plain, _, err := compileInto(filepath.Join(dir, "plain"))
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(dir, ".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("build provider: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := padTo(filepath.Join(tmp, name), plain, cfg.padding); err != nil {
+		return nil, err
+	}
+	// Renaming the directory publishes the binary whole: a run killed
+	// while padding leaves only a temp dir, never a short final file.
+	if err := os.Rename(tmp, filepath.Dir(final)); err != nil {
+		return nil, fmt.Errorf("build provider: %w", err)
+	}
+	return describe(final)
+}
+
+// compileInto runs go build for the provider and the packer into outDir.
+func compileInto(outDir string) (bin *Binary, packer string, err error) {
+	srcDir, err := packageDir()
+	if err != nil {
+		return nil, "", err
 	}
 	goBin, err := goTool()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	outDir := filepath.Join(dir, "plain")
 	// -trimpath and -buildvcs=false make the build reproducible and keep it
 	// independent of the checkout's git state; -s -w strip symbols, as
 	// provider releases do. The packer is built alongside: see Binary.Zip.
@@ -148,13 +193,10 @@ func compile() (*Binary, error) {
 	var outBuf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go build the provider in %s: %w\n%s", srcDir, err, outBuf.String())
+		return nil, "", fmt.Errorf("go build the provider in %s: %w\n%s", srcDir, err, outBuf.String())
 	}
-	builds.mu.Lock()
-	builds.packer = filepath.Join(outDir, "tfitest-pack"+exeSuffix)
-	builds.mu.Unlock()
-	out := filepath.Join(outDir, "terraform-provider-tfitest"+exeSuffix)
-	return describe(out)
+	bin, err = describe(filepath.Join(outDir, "terraform-provider-tfitest"+exeSuffix))
+	return bin, filepath.Join(outDir, "tfitest-pack"+exeSuffix), err
 }
 
 // packageDir finds this package's source directory, from which the build

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -103,4 +104,19 @@ func readPrefix(t *testing.T, path string, n int64) []byte {
 	_, err = io.CopyN(&buf, f, n)
 	require.NoError(t, err)
 	return buf.Bytes()
+}
+
+func TestBuildToReusesACompleteBuild(t *testing.T) {
+	dir := t.TempDir()
+	first, err := testprovider.BuildTo(dir, testprovider.WithPadding(1024))
+	require.NoError(t, err)
+	plain := testprovider.Build(t)
+	require.Equal(t, plain.Size+1024, first.Size)
+
+	// A leftover temp dir from a killed build must not be taken for a build.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".tmp-dead"), 0o755))
+	again, err := testprovider.BuildTo(dir, testprovider.WithPadding(1024))
+	require.NoError(t, err)
+	require.Equal(t, first.SHA256, again.SHA256)
+	require.Equal(t, first.Path, again.Path)
 }

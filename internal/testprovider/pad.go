@@ -21,26 +21,34 @@ func pad(base *Binary, n int64) (*Binary, error) {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return nil, fmt.Errorf("pad provider: %w", err)
 	}
+	if err := padTo(out, base, n); err != nil {
+		return nil, err
+	}
+	return describe(out)
+}
+
+// padTo writes base followed by n padding bytes to out.
+func padTo(out string, base *Binary, n int64) error {
 	src, err := os.Open(base.Path)
 	if err != nil {
-		return nil, fmt.Errorf("pad provider: %w", err)
+		return fmt.Errorf("pad provider: %w", err)
 	}
 	defer src.Close()
 	dst, err := os.OpenFile(out, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
 	if err != nil {
-		return nil, fmt.Errorf("pad provider: %w", err)
+		return fmt.Errorf("pad provider: %w", err)
 	}
 	defer dst.Close() // a second Close after the checked one below is harmless
 	if _, err := io.Copy(dst, src); err != nil {
-		return nil, fmt.Errorf("pad provider %s: %w", out, err)
+		return fmt.Errorf("pad provider %s: %w", out, err)
 	}
 	// ChaCha8 output is incompressible, so zipping cannot shrink the
 	// padding away.
 	if _, err := io.CopyN(dst, rand.NewChaCha8(padSeed), n); err != nil {
-		return nil, fmt.Errorf("pad provider %s: %w", out, err)
+		return fmt.Errorf("pad provider %s: %w", out, err)
 	}
 	if err := dst.Close(); err != nil {
-		return nil, fmt.Errorf("pad provider %s: %w", out, err)
+		return fmt.Errorf("pad provider %s: %w", out, err)
 	}
-	return describe(out)
+	return nil
 }
