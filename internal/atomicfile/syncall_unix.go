@@ -1,0 +1,7 @@
+//go:build !linux && !windows
+
+package atomicfile
+
+import "syscall"
+
+func syncAll() { syscall.Sync() }

@@ -1,0 +1,71 @@
+package workdir
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func sourceFiles(version string, n int) map[string]string {
+	files := map[string]string{}
+	for i := range n {
+		files[fmt.Sprintf("f%02d.tf", i)] = fmt.Sprintf("# %s file %d\n", version, i)
+	}
+	return files
+}
+
+// TestKilledMidMaterializeIsRepaired SIGKILLs a child process in the middle
+// of building a workdir (cold) and of refreshing one (in place), then checks
+// that the next Prepare produces exactly the source, keeping instance data.
+func TestKilledMidMaterializeIsRepaired(t *testing.T) {
+	for _, cold := range []bool{true, false} {
+		t.Run(map[bool]string{true: "cold", false: "refresh"}[cold], func(t *testing.T) {
+			src := t.TempDir()
+			v1 := sourceFiles("v1", 20)
+			v1["sub/gone.tf"] = "# removed in v2"
+			writeTree(t, src, v1)
+			root := filepath.Join(t.TempDir(), "root")
+			s := Spec{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-5", Source: src}
+			m, err := New(root)
+			require.NoError(t, err)
+			want := v1
+			if !cold {
+				w := prepare(t, m, s)
+				writeTree(t, w.Dir, map[string]string{"terraform.tfstate": "state"})
+				require.NoError(t, w.Close())
+				v2 := sourceFiles("v2", 25)
+				writeTree(t, src, v2)
+				require.NoError(t, removeAndPrune(src, "sub/gone.tf"))
+				want = v2
+				want["terraform.tfstate"] = "state"
+			}
+
+			kid := startChild(t, "crash", root, s, "CHILD_STALL_AFTER=7")
+			kid.expect(t, "stalled")
+			require.NoError(t, kid.cmd.Process.Kill()) // SIGKILL on Unix
+			require.Error(t, kid.cmd.Wait())
+
+			if cold {
+				require.NoDirExists(t, filepath.Join(root, mustID(t, s)), "a killed cold build never shows up as a home")
+			} else {
+				st := readStamp(filepath.Join(root, mustID(t, s)))
+				require.NotNil(t, st)
+				require.False(t, st.Complete, "the killed refresh left its stamp incomplete")
+			}
+
+			w := prepare(t, m, s)
+			require.Equal(t, want, regularFiles(t, w.Dir))
+			require.NoDirExists(t, filepath.Join(root, tmpDir, w.ID), "scratch is swept")
+			require.True(t, readStamp(w.Home).Complete)
+		})
+	}
+}
+
+func mustID(t *testing.T, s Spec) string {
+	t.Helper()
+	id, err := ID(s.Stack, s.Instance)
+	require.NoError(t, err)
+	return id
+}

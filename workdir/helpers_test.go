@@ -1,0 +1,115 @@
+package workdir
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// writeTree creates files (slash paths -> content) under dir.
+func writeTree(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+}
+
+// snapshot maps every file, dir and symlink under dir to its mode, content
+// digest and mtime, so any write at all shows up as a difference.
+func snapshot(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fi, err := de.Info()
+		if err != nil {
+			return err
+		}
+		v := fi.Mode().String() + " " + fi.ModTime().String()
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			s := sha256.Sum256(b)
+			v += " " + hex.EncodeToString(s[:])
+		}
+		out[filepath.ToSlash(rel)] = v
+		return nil
+	}))
+	return out
+}
+
+// regularFiles returns slash path -> content of every regular file under dir.
+func regularFiles(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if de.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			out[filepath.ToSlash(rel)] = string(b)
+		}
+		return nil
+	}))
+	return out
+}
+
+func listDir(t testing.TB, dir string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		if err == nil && p != dir {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+func newManager(t testing.TB, opts ...Option) *Manager {
+	t.Helper()
+	m, err := New(filepath.Join(t.TempDir(), "root"), opts...)
+	require.NoError(t, err)
+	return m
+}
+
+func prepare(t testing.TB, m *Manager, s Spec) *Workdir {
+	t.Helper()
+	w, err := m.Prepare(context.Background(), s)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
+	return w
+}
+
+// withoutPrefix keeps the entries of files under prefix, with the prefix cut.
+func withoutPrefix(files map[string]string, prefix string) map[string]string {
+	out := map[string]string{}
+	for k, v := range files {
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			out[rest] = v
+		}
+	}
+	return out
+}

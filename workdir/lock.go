@@ -1,0 +1,89 @@
+package workdir
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
+)
+
+// instanceLock is a held exclusive flock on one instance. The lock file
+// lives under root/.locks, outside the instance home, so that Remove can
+// delete the home while other processes wait on the lock: deleting a lock
+// file that someone has open would let a second process lock a fresh inode
+// and run concurrently.
+type instanceLock struct {
+	fl     *flock.Flock
+	path   string
+	holder string
+}
+
+func (m *Manager) lock(ctx context.Context, stack, instance, id string) (*instanceLock, error) {
+	dir := filepath.Join(m.root, locksDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create lock dir: %w", err)
+	}
+	lk := &instanceLock{
+		path:   filepath.Join(dir, id+".lock"),
+		holder: filepath.Join(dir, id+".holder.json"),
+	}
+	lk.fl = flock.New(lk.path)
+	ok, err := lk.fl.TryLock()
+	if err == nil && !ok {
+		h := readHolder(lk.holder)
+		m.log.InfoContext(ctx, "waiting for instance lock", "stack", stack, "instance", instance, "holder", h)
+		ok, err = lk.fl.TryLockContext(ctx, m.lockRetry)
+	}
+	if !ok {
+		_ = lk.fl.Close()
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, &LockedError{Stack: stack, Instance: instance, LockFile: lk.path, Holder: readHolder(lk.holder), Err: cerr}
+		}
+		return nil, fmt.Errorf("lock %s: %w", lk.path, err)
+	}
+	host, _ := os.Hostname()
+	data, _ := json.Marshal(Holder{PID: os.Getpid(), Host: host, Since: time.Now().UTC()})
+	if err := atomicfile.WriteFile(lk.holder, data, 0o644); err != nil {
+		// Only diagnostics are lost; the lock itself is held.
+		m.log.WarnContext(ctx, "cannot record lock holder", "err", err)
+	}
+	m.log.DebugContext(ctx, "instance locked", "stack", stack, "instance", instance)
+	return lk, nil
+}
+
+func (lk *instanceLock) release() error {
+	// Remove the holder note while still holding the lock, so it never
+	// describes a later holder.
+	rerr := os.Remove(lk.holder)
+	if errors.Is(rerr, os.ErrNotExist) {
+		rerr = nil
+	}
+	uerr := lk.fl.Unlock()
+	cerr := lk.fl.Close()
+	if err := errors.Join(uerr, cerr); err != nil {
+		return fmt.Errorf("unlock %s: %w", lk.path, err)
+	}
+	if rerr != nil {
+		return fmt.Errorf("remove lock holder note: %w", rerr)
+	}
+	return nil
+}
+
+func readHolder(path string) *Holder {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var h Holder
+	if json.Unmarshal(b, &h) != nil || h.PID == 0 {
+		return nil
+	}
+	return &h
+}

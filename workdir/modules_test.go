@@ -1,0 +1,94 @@
+package workdir
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// repo is a monorepo where the component reaches two local modules.
+var repo = map[string]string{
+	"components/elasticache/main.tf": `
+module "redis" {
+  source = "../../modules/redis"
+}
+module "remote" {
+  source = "git::https://example.invalid/x.git"
+}
+output "name" { value = module.redis.name }
+`,
+	"modules/redis/main.tf": `
+module "common" {
+  source = "../common"
+}
+output "name" { value = module.common.prefix }
+`,
+	"modules/redis/templates/x.tpl": "template",
+	"modules/common/main.tf":        `output "prefix" { value = "redis" }`,
+	"components/other/main.tf":      "# not needed",
+	"modules/unused/main.tf":        "# not needed",
+	"README.md":                     "# not needed",
+}
+
+func TestLocalModulesKeepRelativePositions(t *testing.T) {
+	base := t.TempDir()
+	writeTree(t, base, repo)
+	src := filepath.Join(base, "components", "elasticache")
+	m := newManager(t)
+	w := prepare(t, m, Spec{Stack: "s", Instance: "i", Source: src})
+
+	require.Equal(t, filepath.Join(w.Home, "src", "components", "elasticache"), w.Dir)
+	got := regularFiles(t, filepath.Join(w.Home, "src"))
+	require.Equal(t, map[string]string{
+		"components/elasticache/main.tf": repo["components/elasticache/main.tf"],
+		"modules/redis/main.tf":          repo["modules/redis/main.tf"],
+		"modules/redis/templates/x.tpl":  repo["modules/redis/templates/x.tpl"],
+		"modules/common/main.tf":         repo["modules/common/main.tf"],
+	}, got)
+
+	// A change in a module (not in the component) is a source change too.
+	writeTree(t, base, map[string]string{"modules/common/main.tf": `output "prefix" { value = "v2" }`})
+	require.NoError(t, w.Close())
+	w = prepare(t, m, Spec{Stack: "s", Instance: "i", Source: src})
+	b, err := os.ReadFile(filepath.Join(w.Home, "src", "modules", "common", "main.tf"))
+	require.NoError(t, err)
+	require.Equal(t, `output "prefix" { value = "v2" }`, string(b))
+}
+
+// When a local module further up appears, the component moves inside the
+// layout; its state and lock file must move with it.
+func TestLayoutChangeMovesInstanceData(t *testing.T) {
+	base := t.TempDir()
+	writeTree(t, base, repo)
+	src := filepath.Join(base, "components", "elasticache")
+	writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
+	m := newManager(t)
+	s := Spec{Stack: "s", Instance: "i", Source: src}
+	w := prepare(t, m, s)
+	require.Equal(t, filepath.Join(w.Home, "src"), w.Dir)
+	owned := map[string]string{"terraform.tfstate": `{"resources":[{}]}`, ".terraform.lock.hcl": "# lock", "p.tfplan": "plan"}
+	writeTree(t, w.Dir, owned)
+	require.NoError(t, w.Close())
+
+	writeTree(t, base, map[string]string{"components/elasticache/main.tf": repo["components/elasticache/main.tf"]})
+	w = prepare(t, m, s)
+	require.Equal(t, filepath.Join(w.Home, "src", "components", "elasticache"), w.Dir)
+	got := regularFiles(t, w.Dir)
+	for k, v := range owned {
+		require.Equal(t, v, got[k], k)
+	}
+	require.Equal(t, []string{"components", "modules"}, dirNames(t, filepath.Join(w.Home, "src")), "nothing left at the old position")
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+package workdir
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Remove deletes an instance's workdir under its lock (waiting under ctx).
+// Unless force is set it refuses, with an error wrapping ErrHasState, when
+// any local state file in the workdir still records resources: deleting it
+// would orphan real infrastructure. The lock file itself is kept, because
+// another process may be waiting on it. Removing an instance that has no
+// workdir is not an error.
+//
+// Remove waits for the instance lock, so calling it while holding an open
+// Workdir of the same instance blocks until ctx ends.
+func (m *Manager) Remove(ctx context.Context, stack, instance string, force bool) error {
+	id, err := ID(stack, instance)
+	if err != nil {
+		return fmt.Errorf("remove workdir: %w", err)
+	}
+	lk, err := m.lock(ctx, stack, instance, id)
+	if err != nil {
+		return fmt.Errorf("remove workdir %s: %w", id, err)
+	}
+	err = m.remove(id, force)
+	if rerr := lk.release(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("remove workdir %s: %w", id, err)
+	}
+	return nil
+}
+
+func (m *Manager) remove(id string, force bool) error {
+	home := filepath.Join(m.root, id)
+	if _, err := os.Stat(home); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if !force {
+		if p, err := findState(filepath.Join(home, srcDir)); err != nil {
+			return err
+		} else if p != "" {
+			return fmt.Errorf("%w: %s (remove it with force to delete anyway)", ErrHasState, p)
+		}
+	}
+	// Rename first so the home disappears at once; a kill during the slow
+	// delete leaves only scratch, which the next Prepare sweeps.
+	scratch := filepath.Join(m.root, tmpDir, id)
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		return err
+	}
+	trash, err := os.MkdirTemp(scratch, "remove-")
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(home, filepath.Join(trash, "home")); err != nil {
+		return err
+	}
+	return os.RemoveAll(scratch)
+}
+
+// findState returns the first local state file under dir that records at
+// least one resource (or cannot be parsed, which is treated the same way
+// to err on the side of keeping it).
+func findState(dir string) (string, error) {
+	var found string
+	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if de.IsDir() || de.Name() != "terraform.tfstate" {
+			return nil
+		}
+		if hasResources(p) {
+			found = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found, err
+}
+
+func hasResources(p string) bool {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return true
+	}
+	if len(b) == 0 {
+		return false
+	}
+	var st struct {
+		Resources []json.RawMessage `json:"resources"`
+	}
+	if json.Unmarshal(b, &st) != nil {
+		return true
+	}
+	return len(st.Resources) > 0
+}

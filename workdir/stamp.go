@@ -1,0 +1,57 @@
+package workdir
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
+)
+
+const stampVersion = 1
+
+// stamp records what a workdir was materialized from. A complete stamp is
+// written last; an incomplete one is written before a refresh starts
+// touching files, so a refresh killed half-way is redone (and knows every
+// file it may have left behind) the next time.
+type stamp struct {
+	Version   int      `json:"version"`
+	Complete  bool     `json:"complete"`
+	Source    string   `json:"source"`    // absolute component dir
+	Base      string   `json:"base"`      // absolute common ancestor of the source set
+	Component string   `json:"component"` // slash path of the component under Base and under src/
+	Dirs      []string `json:"dirs"`      // slash dirs under Base that make up the source set
+	Hash      string   `json:"hash"`      // setHash of the source set
+	Files     []string `json:"files"`     // slash paths under src/ materialized from the source
+	Generated []string `json:"generated"` // slash paths under src/ of generated files
+	SeedLock  string   `json:"seed_lock,omitempty"`
+	Moves     []string `json:"moves,omitempty"` // earlier component positions whose instance data may still need moving
+}
+
+func stampPath(home string) string { return filepath.Join(home, metaDir, stampFile) }
+
+// readStamp returns nil when there is no usable stamp.
+func readStamp(home string) *stamp {
+	b, err := os.ReadFile(stampPath(home))
+	if err != nil {
+		return nil
+	}
+	var st stamp
+	if json.Unmarshal(b, &st) != nil || st.Version != stampVersion {
+		return nil
+	}
+	return &st
+}
+
+func writeStamp(home string, st *stamp) error {
+	st.Version = stampVersion
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(stampPath(home), b, 0o644); err != nil {
+		return fmt.Errorf("write stamp: %w", err)
+	}
+	return nil
+}
