@@ -1,6 +1,8 @@
 package pluginc
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	"golang.org/x/mod/sumdb/dirhash"
@@ -14,4 +16,9 @@ func hashDir(dir string) (string, error) {
 		return "", fmt.Errorf("hash package %s: %w", dir, err)
 	}
 	return h, nil
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
