@@ -100,9 +100,9 @@ func (rs *runState) runUnit(ctx context.Context, j *job) (err error) {
 	if err := tf.SetWaitDelay(r.grace); err != nil {
 		r.logger.WarnContext(ctx, "no graceful interrupt on this platform", "unit", j.res.Unit, "err", err)
 	}
-	if err := x.withStateLock(ctx, "init", func(lt string) error {
-		return tf.Init(ctx, tfexec.Upgrade(false), tfexec.LockTimeout(lt))
-	}); err != nil {
+	// terraform init takes no -lock-timeout since 0.15; it does not lock
+	// the state unless it migrates it.
+	if err := tf.Init(ctx, tfexec.Upgrade(false)); err != nil {
 		return fmt.Errorf("terraform init: %w", err)
 	}
 	if ws := j.unit.Workspace; ws != "" {
