@@ -56,20 +56,26 @@ func (c *Cache) ensurePackage(ctx context.Context, p Provider, v *version.Versio
 	}
 	key := pkgKey(p, v, plat)
 	for {
-		ch := c.group.DoChan(key, func() (any, error) { return c.install(ctx, p, v, plat) })
+		// Only the caller whose function runs sets leader; the channel
+		// receive orders that write before our read.
+		leader := false
+		ch := c.group.DoChan(key, func() (any, error) {
+			leader = true
+			return c.install(ctx, p, v, plat)
+		})
 		select {
 		case <-ctx.Done():
 			return Package{}, ctx.Err()
 		case r := <-ch:
 			if r.Err != nil {
 				// The leader's context ended, not ours: try again, maybe as leader.
-				if r.Shared && ctx.Err() == nil && (errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
+				if !leader && ctx.Err() == nil && (errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
 					continue
 				}
 				return Package{}, r.Err
 			}
 			res := r.Val.(installResult)
-			if r.Shared || !res.downloaded {
+			if !leader || !res.downloaded {
 				c.hits.Add(1)
 			}
 			return res.pkg, nil

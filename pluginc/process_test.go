@@ -1,0 +1,292 @@
+package pluginc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testregistry"
+)
+
+// Child processes are this test binary re-executed with -test.run pointing
+// at TestChildProcess and PLUGINC_CHILD saying what to do. They talk to the
+// parent's registry over loopback, trusting its CA from a file.
+const (
+	envChild      = "PLUGINC_CHILD"
+	envAddr       = "PLUGINC_CHILD_REGISTRY_ADDR"
+	envHost       = "PLUGINC_CHILD_REGISTRY_HOST"
+	envCA         = "PLUGINC_CHILD_CA_FILE"
+	envCache      = "PLUGINC_CHILD_CACHE"
+	envResult     = "PLUGINC_CHILD_RESULT"
+	envGoroutines = "PLUGINC_CHILD_GOROUTINES"
+
+	markerUnpacking = "CHILD-UNPACKING"
+	markerWaiting   = "waiting for another process"
+)
+
+// childResult is what a "race" child reports.
+type childResult struct {
+	Packages []Package
+	Stats    Stats
+}
+
+// TestChildProcess is not a test: it is the body of the child processes
+// the tests below start.
+func TestChildProcess(t *testing.T) {
+	mode := os.Getenv(envChild)
+	if mode == "" {
+		t.Skip("helper process for multi-process tests")
+	}
+	pem, err := os.ReadFile(os.Getenv(envCA))
+	require.NoError(t, err)
+	hc, err := testregistry.NewClient(os.Getenv(envHost), os.Getenv(envAddr), pem)
+	require.NoError(t, err)
+	// The log goes to stdout so the parent can see when this process waits
+	// for another one's package lock.
+	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c, err := Open(os.Getenv(envCache), WithSource(Registry()), WithHTTPClient(hc), WithLogger(log))
+	require.NoError(t, err)
+	req := Requirement{Provider: testProvider(t), Constraints: "~> 1.0"}
+	ctx := context.Background()
+
+	switch mode {
+	case "race":
+		// Start barrier: the parent closes stdin once every child is up.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		n := 8
+		fmt.Sscan(os.Getenv(envGoroutines), &n)
+		res := make([][]Package, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { res[i], errs[i] = c.Ensure(ctx, req) })
+		}
+		wg.Wait()
+		var out childResult
+		for i := range n {
+			require.NoError(t, errs[i])
+			out.Packages = append(out.Packages, res[i]...)
+		}
+		out.Stats = c.Stats()
+		b, err := json.Marshal(out)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(os.Getenv(envResult), b, 0o644))
+	case "ensure":
+		_, err := c.Ensure(ctx, req)
+		require.NoError(t, err)
+	case "unpack":
+		c.testHookUnpacking = func() {
+			fmt.Println(markerUnpacking)
+			select {} // until killed
+		}
+		_, err := c.Ensure(ctx, req)
+		require.NoError(t, err)
+	default:
+		t.Fatalf("unknown child mode %q", mode)
+	}
+}
+
+// child is a running child process.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string // stdout, line by line, closed at EOF
+	output strings.Builder
+	mu     sync.Mutex
+}
+
+func startChild(t *testing.T, f *registryFixture, mode, cacheDir string, extra ...string) *child {
+	t.Helper()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, f.srv.WriteCAFile(ca))
+	// The timeout only keeps a broken test from hanging forever.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestChildProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envChild+"="+mode, envAddr+"="+f.srv.Addr(), envHost+"="+f.srv.Host(),
+		envCA+"="+ca, envCache+"="+cacheDir)
+	cmd.Env = append(cmd.Env, extra...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	c := &child{cmd: cmd, stdin: stdin, lines: make(chan string, 1024)}
+	go func() {
+		defer close(c.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			c.mu.Lock()
+			c.output.WriteString(sc.Text() + "\n")
+			c.mu.Unlock()
+			c.lines <- sc.Text()
+		}
+	}()
+	return c
+}
+
+// wait waits for the child to exit and fails the test if it failed.
+func (c *child) wait(t *testing.T) {
+	t.Helper()
+	for range c.lines {
+	}
+	err := c.cmd.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.NoError(t, err, "child output:\n%s", c.output.String())
+}
+
+// kill SIGKILLs the child and reaps it.
+func (c *child) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, c.cmd.Process.Kill())
+	for range c.lines {
+	}
+	_ = c.cmd.Wait()
+}
+
+// waitLine waits for a stdout line containing s.
+func (c *child) waitLine(t *testing.T, s string) {
+	t.Helper()
+	for l := range c.lines {
+		if strings.Contains(l, s) {
+			return
+		}
+	}
+	t.Fatalf("child exited without printing %q", s)
+}
+
+const paddedSize = 20 << 20
+
+// TestProcessesDownloadOnce: 4 processes x 8 goroutines, empty cache, one
+// download, everyone gets the same package.
+func TestProcessesDownloadOnce(t *testing.T) {
+	const procs, goroutines = 4, 8
+	f := startRegistry(t, paddedSize, []string{"1.0.0", "1.1.0"}, testregistry.WithThrottle(200<<20))
+	require.Greater(t, fileSize(t, f.zips["1.1.0"]), int64(paddedSize))
+	cacheDir := t.TempDir()
+	// Hold the download until every other process is provably waiting for
+	// the downloader's package lock.
+	gate := f.srv.Hold()
+
+	var children []*child
+	var results []string
+	for i := range procs {
+		res := filepath.Join(t.TempDir(), fmt.Sprintf("result-%d.json", i))
+		results = append(results, res)
+		children = append(children, startChild(t, f, "race", cacheDir, envResult+"="+res, fmt.Sprintf("%s=%d", envGoroutines, goroutines)))
+	}
+	for _, c := range children {
+		require.NoError(t, c.stdin.Close()) // start barrier
+	}
+	<-gate.Started()
+	waiting := make(chan struct{}, procs)
+	for _, c := range children {
+		go func() {
+			for l := range c.lines {
+				if strings.Contains(l, markerWaiting) {
+					waiting <- struct{}{}
+					break
+				}
+			}
+		}()
+	}
+	for range procs - 1 {
+		<-waiting
+	}
+	gate.Release()
+	for _, c := range children {
+		c.wait(t)
+	}
+
+	require.Equal(t, 1, f.srv.Downloads(f.key("1.1.0")))
+	require.Equal(t, 1, f.srv.TotalDownloads())
+	var all []Package
+	var total Stats
+	for _, r := range results {
+		b, err := os.ReadFile(r)
+		require.NoError(t, err)
+		var cr childResult
+		require.NoError(t, json.Unmarshal(b, &cr))
+		all = append(all, cr.Packages...)
+		total.Downloads += cr.Stats.Downloads
+		total.Hits += cr.Stats.Hits
+		total.Waits += cr.Stats.Waits
+	}
+	require.Len(t, all, procs*goroutines)
+	for _, p := range all {
+		require.Equal(t, all[0], p)
+	}
+	require.Equal(t, "1.1.0", all[0].Version)
+	require.Equal(t, filepath.Join(cacheDir, testprovider.Host, testprovider.Namespace, testprovider.Type, "1.1.0", testprovider.Platform), all[0].Dir)
+	h1, err := hashDir(all[0].Dir)
+	require.NoError(t, err)
+	require.Contains(t, all[0].Hashes, h1)
+	require.Equal(t, int64(1), total.Downloads)
+	require.Equal(t, int64(procs*goroutines-1), total.Hits)
+	require.GreaterOrEqual(t, total.Waits, int64(procs-1))
+}
+
+// TestKilledWhileDownloading: a process SIGKILLed mid-download leaves no
+// entry; the next Ensure installs and sweeps the leftovers.
+func TestKilledWhileDownloading(t *testing.T) {
+	f := startRegistry(t, 0, []string{"1.0.0", "1.1.0"})
+	cacheDir := t.TempDir()
+	gate := f.srv.Hold()
+	ch := startChild(t, f, "ensure", cacheDir)
+	<-gate.Started()
+	ch.kill(t)
+	gate.Release()
+
+	requireKilledLeftovers(t, f, cacheDir, ".zip")
+}
+
+// TestKilledWhileUnpacking: the same, killed after unpacking has begun.
+func TestKilledWhileUnpacking(t *testing.T) {
+	f := startRegistry(t, 0, []string{"1.0.0", "1.1.0"})
+	cacheDir := t.TempDir()
+	ch := startChild(t, f, "unpack", cacheDir)
+	ch.waitLine(t, markerUnpacking)
+	ch.kill(t)
+
+	requireKilledLeftovers(t, f, cacheDir, ".d")
+}
+
+func requireKilledLeftovers(t *testing.T, f *registryFixture, cacheDir, leftoverSuffix string) {
+	t.Helper()
+	c := f.open(t, cacheDir)
+	tmp, err := os.ReadDir(filepath.Join(cacheDir, stateDir, "tmp"))
+	require.NoError(t, err)
+	found := false
+	for _, e := range tmp {
+		found = found || strings.HasSuffix(e.Name(), leftoverSuffix)
+	}
+	require.True(t, found, "the killed process should have left a %s temp entry", leftoverSuffix)
+	require.Empty(t, c.cachedProviders(), "no entry may be visible after a kill")
+	_, err = os.Stat(filepath.Join(cacheDir, testprovider.Host))
+	require.True(t, os.IsNotExist(err), "nothing under the package tree")
+
+	pkgs, err := c.Ensure(context.Background(), Requirement{Provider: f.p, Constraints: "~> 1.0"})
+	require.NoError(t, err)
+	h1, err := hashDir(pkgs[0].Dir)
+	require.NoError(t, err)
+	require.Contains(t, pkgs[0].Hashes, h1)
+	tmp, err = os.ReadDir(filepath.Join(cacheDir, stateDir, "tmp"))
+	require.NoError(t, err)
+	require.Empty(t, tmp, "leftovers must be swept")
+	require.Equal(t, 2, f.srv.Downloads(f.key("1.1.0")))
+}
