@@ -130,3 +130,7 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func workdirSpec(stack, instance, src string, files map[string][]byte) workdir.Spec {
+	return workdir.Spec{Stack: stack, Instance: instance, Source: src, Files: files}
+}

@@ -1,0 +1,169 @@
+//go:build unix
+
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// gate is a pair of fifos a local-exec provisioner uses to tell the test it
+// has started ("started") and to wait until the test releases it
+// ("release"). Opening a fifo blocks until the other end opens it, so
+// neither side ever polls or sleeps.
+type gate struct{ dir string }
+
+func newGate(t *testing.T, dir string) gate {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for _, n := range []string{"started", "release"} {
+		require.NoError(t, syscall.Mkfifo(filepath.Join(dir, n), 0o644))
+	}
+	return gate{dir: dir}
+}
+
+// command is the provisioner's shell command. exec makes cat the
+// provisioner's own process, so stopping the provisioner stops cat.
+func (g gate) command() string {
+	return "echo started > " + g.dir + "/started; exec cat " + g.dir + "/release"
+}
+
+// started returns a channel closed once a provisioner has announced itself.
+func (g gate) started(t *testing.T) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		f, err := os.Open(filepath.Join(g.dir, "started")) // blocks until a writer opens
+		if err != nil {
+			t.Errorf("open started fifo: %v", err)
+			return
+		}
+		_, _ = io.Copy(io.Discard, f)
+		f.Close()
+		close(ch)
+	}()
+	return ch
+}
+
+// release lets the waiting provisioner finish.
+func (g gate) release(t *testing.T) {
+	f, err := os.OpenFile(filepath.Join(g.dir, "release"), os.O_WRONLY, 0) // blocks until cat opens
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// hasReader reports whether any process has the release fifo open for
+// reading, i.e. a provisioner is still waiting on it.
+func (g gate) hasReader() bool {
+	f, err := os.OpenFile(filepath.Join(g.dir, "release"), os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return !errors.Is(err, syscall.ENXIO)
+	}
+	f.Close()
+	return true
+}
+
+// processesMentioning lists processes whose environment contains s: every
+// process started for a unit inherits TF_DATA_DIR under the test's dir.
+func processesMentioning(t *testing.T, s string) []string {
+	t.Helper()
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc to inspect processes")
+	}
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var out []string
+	for _, e := range ents {
+		pid := e.Name()
+		if pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
+		if err != nil || !bytes.Contains(env, []byte(s)) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+		out = append(out, pid+" "+strings.ReplaceAll(string(cmd), "\x00", " "))
+	}
+	return out
+}
+
+// gatedComponent creates terraform_data (replaced on every apply) whose
+// provisioner waits on a gate when var.gate is set.
+const gatedComponent = `
+variable "gate" {
+  type    = string
+  default = ""
+}
+resource "terraform_data" "slow" {
+  triggers_replace = timestamp()
+  provisioner "local-exec" {
+    command = var.gate == "" ? "true" : "echo started > ${var.gate}/started; exec cat ${var.gate}/release"
+  }
+}
+`
+
+func TestCancelDuringApply(t *testing.T) {
+	w := newWorld(t)
+	src := w.component(t, "gated", gatedComponent)
+	g := newGate(t, filepath.Join(w.dir, "gate"))
+	state := filepath.Join(w.dir, "states", "cancel.tfstate")
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "gated/one", src, files(t, map[string]any{"gate": g.dir}, state))}
+
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	applying := make(chan struct{})
+	rec := &recorder{}
+	r := w.runner(t, WithInterruptGrace(20*time.Second), WithEvents(func(e Event) {
+		rec.add(e)
+		if e.Phase == PhaseApply {
+			close(applying)
+		}
+	}))
+	started := g.started(t)
+	type out struct {
+		rep *Report
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		rep, err := r.Run(ctx, Apply, u)
+		done <- out{rep, err}
+	}()
+	for _, ch := range []<-chan struct{}{applying, started} {
+		select {
+		case <-ch:
+		case o := <-done:
+			t.Fatalf("run ended before the provisioner started: %v", o.err)
+		}
+	}
+	cancel()
+	o := <-done
+	require.ErrorIs(t, o.err, context.Canceled)
+	res := o.rep.Results[0]
+	require.Equal(t, Canceled, res.Status, "%v", res.Err)
+	require.Equal(t, Canceled, rec.event(res.Unit, PhaseDone).Status)
+	log, err := os.ReadFile(res.Log)
+	require.NoError(t, err)
+	require.Contains(t, string(log), "Interrupt received", "terraform got SIGINT")
+
+	require.False(t, g.hasReader(), "the provisioner is still waiting")
+	require.Empty(t, processesMentioning(t, w.dir), "processes left behind")
+	_, err = os.Stat(filepath.Join(filepath.Dir(state), ".cancel.tfstate.lock.info"))
+	require.ErrorIs(t, err, os.ErrNotExist, "state lock info left behind")
+
+	// The state is unlocked: a plan (with locking) goes through.
+	rep, err := r.Run(testCtx(t), Plan, u)
+	require.NoError(t, err)
+	require.Equal(t, Succeeded, rep.Results[0].Status)
+	require.True(t, rep.Results[0].HasChanges)
+}
