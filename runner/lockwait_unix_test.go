@@ -1,0 +1,148 @@
+//go:build unix
+
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
+)
+
+// notifyWriter closes seen the first time a write contains want.
+type notifyWriter struct {
+	want string
+	once sync.Once
+	seen chan struct{}
+}
+
+func (n *notifyWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), n.want) {
+		n.once.Do(func() { close(n.seen) })
+	}
+	return len(p), nil
+}
+
+// TestStateLockWait holds a unit's state lock with another OS process (a
+// plain terraform apply parked in a provisioner), runs the unit, and only
+// releases the holder once the unit has reported the lock: the unit must
+// wait, name the holder, and then succeed.
+func TestStateLockWait(t *testing.T) {
+	w := newWorld(t)
+	src := w.component(t, "lockable", gatedComponent)
+	g := newGate(t, filepath.Join(w.dir, "gate"))
+	state := filepath.Join(w.dir, "states", "shared.tfstate")
+	require.NoError(t, os.MkdirAll(filepath.Dir(state), 0o755))
+
+	// The holder: the same configuration in its own directory, on the same state.
+	holderDir := filepath.Join(w.dir, "holder")
+	require.NoError(t, os.MkdirAll(holderDir, 0o755))
+	for name, b := range files(t, map[string]any{}, state) {
+		require.NoError(t, os.WriteFile(filepath.Join(holderDir, name), b, 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(holderDir, "main.tf"), []byte(gatedComponent), 0o644))
+	cliConfig := filepath.Join(w.dir, "holder.tfrc")
+	require.NoError(t, os.WriteFile(cliConfig, nil, 0o644))
+	env := testenv.TerraformEnv(cliConfig)
+	initCmd := exec.Command(w.tf, "init", "-input=false", "-no-color")
+	initCmd.Dir, initCmd.Env = holderDir, env
+	out, err := initCmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	holder := exec.Command(w.tf, "apply", "-auto-approve", "-input=false", "-no-color", "-var", "gate="+g.dir)
+	holder.Dir, holder.Env = holderDir, env
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var holderOut syncBuffer
+	holder.Stdout, holder.Stderr = &holderOut, &holderOut
+	started := g.started(t)
+	require.NoError(t, holder.Start())
+	holderDone := make(chan error, 1)
+	go func() { holderDone <- holder.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
+		<-holderDone
+	})
+	select {
+	case <-started:
+	case err := <-holderDone:
+		t.Fatalf("holder ended before taking the lock: %v\n%s", err, holderOut.String())
+	}
+	info, err := os.ReadFile(filepath.Join(filepath.Dir(state), ".shared.tfstate.lock.info"))
+	require.NoError(t, err, "the holder should hold the state lock")
+	var lock struct{ ID string }
+	require.NoError(t, json.Unmarshal(info, &lock))
+	require.NotEmpty(t, lock.ID)
+
+	notify := &notifyWriter{want: "state is locked", seen: make(chan struct{})}
+	r := w.runner(t, WithLockTimeout(2*time.Minute), WithOutput(notify))
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "lockable", src, files(t, map[string]any{}, state))}
+	type result struct {
+		rep *Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := r.Run(testCtx(t), Apply, u)
+		done <- result{rep, err}
+	}()
+	select {
+	case <-notify.seen:
+	case res := <-done:
+		t.Fatalf("the unit ended without meeting the lock: %v", res.err)
+	}
+	g.release(t)
+	require.NoError(t, <-holderDone, "%s", holderOut.String())
+	holderDone <- nil // for the cleanup
+
+	res := <-done
+	require.NoError(t, res.err)
+	got := res.rep.Results[0]
+	require.Equal(t, Succeeded, got.Status)
+	require.Positive(t, got.LockWait)
+	require.Contains(t, got.LockHolder, "ID "+lock.ID)
+	log, err := os.ReadFile(got.Log)
+	require.NoError(t, err)
+	require.Contains(t, string(log), "Error acquiring the state lock")
+	require.Contains(t, string(log), "Apply complete!")
+}
+
+// TestStateLockTimeoutZero: with no patience, a held state lock fails the
+// unit with ErrStateLocked and names the holder.
+func TestStateLockTimeoutZero(t *testing.T) {
+	w := newWorld(t)
+	src := w.component(t, "lockable", gatedComponent)
+	g := newGate(t, filepath.Join(w.dir, "gate"))
+	state := filepath.Join(w.dir, "states", "held.tfstate")
+	// The holder is a unit of another runner, parked in its provisioner.
+	holderRunner := w.runner(t)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	started := g.started(t)
+	holderDone := make(chan error, 1)
+	go func() {
+		_, err := holderRunner.Run(ctx, Apply, Unit{Workdir: workdirSpec("plat-ue2-dev", "holder", src, files(t, map[string]any{"gate": g.dir}, state))})
+		holderDone <- err
+	}()
+	select {
+	case <-started:
+	case err := <-holderDone:
+		t.Fatalf("holder ended early: %v", err)
+	}
+	r := w.runner(t, WithLockTimeout(0))
+	rep, err := r.Run(testCtx(t), Apply, Unit{Workdir: workdirSpec("plat-ue2-dev", "waiter", src, files(t, map[string]any{}, state))})
+	require.ErrorIs(t, err, ErrStateLocked)
+	require.Equal(t, Failed, rep.Results[0].Status)
+	require.Contains(t, rep.Results[0].LockHolder, "ID ")
+	g.release(t)
+	require.NoError(t, <-holderDone)
+}
