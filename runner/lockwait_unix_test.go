@@ -66,16 +66,17 @@ func TestStateLockWait(t *testing.T) {
 	holder.Stdout, holder.Stderr = &holderOut, &holderOut
 	started := g.started(t)
 	require.NoError(t, holder.Start())
-	holderDone := make(chan error, 1)
-	go func() { holderDone <- holder.Wait() }()
+	var holderErr error
+	holderExited := make(chan struct{})
+	go func() { holderErr = holder.Wait(); close(holderExited) }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
-		<-holderDone
+		<-holderExited
 	})
 	select {
 	case <-started:
-	case err := <-holderDone:
-		t.Fatalf("holder ended before taking the lock: %v\n%s", err, holderOut.String())
+	case <-holderExited:
+		t.Fatalf("holder ended before taking the lock: %v\n%s", holderErr, holderOut.String())
 	}
 	info, err := os.ReadFile(filepath.Join(filepath.Dir(state), ".shared.tfstate.lock.info"))
 	require.NoError(t, err, "the holder should hold the state lock")
@@ -91,18 +92,22 @@ func TestStateLockWait(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	exited := make(chan struct{})
 	go func() {
-		rep, err := r.Run(testCtx(t), Apply, u)
+		defer close(exited)
+		rep, err := r.Run(ctx, Apply, u)
 		done <- result{rep, err}
 	}()
+	t.Cleanup(func() { cancel(); <-exited })
 	select {
 	case <-notify.seen:
 	case res := <-done:
 		t.Fatalf("the unit ended without meeting the lock: %v", res.err)
 	}
 	g.release(t)
-	require.NoError(t, <-holderDone, "%s", holderOut.String())
-	holderDone <- nil // for the cleanup
+	<-holderExited
+	require.NoError(t, holderErr, "%s", holderOut.String())
 
 	res := <-done
 	require.NoError(t, res.err)
@@ -126,17 +131,18 @@ func TestStateLockTimeoutZero(t *testing.T) {
 	// The holder is a unit of another runner, parked in its provisioner.
 	holderRunner := w.runner(t)
 	ctx, cancel := context.WithCancel(testCtx(t))
-	defer cancel()
 	started := g.started(t)
-	holderDone := make(chan error, 1)
+	var holderErr error
+	holderExited := make(chan struct{})
 	go func() {
-		_, err := holderRunner.Run(ctx, Apply, Unit{Workdir: workdirSpec("plat-ue2-dev", "holder", src, files(t, map[string]any{"gate": g.dir}, state))})
-		holderDone <- err
+		_, holderErr = holderRunner.Run(ctx, Apply, Unit{Workdir: workdirSpec("plat-ue2-dev", "holder", src, files(t, map[string]any{"gate": g.dir}, state))})
+		close(holderExited)
 	}()
+	t.Cleanup(func() { cancel(); <-holderExited })
 	select {
 	case <-started:
-	case err := <-holderDone:
-		t.Fatalf("holder ended early: %v", err)
+	case <-holderExited:
+		t.Fatalf("holder ended early: %v", holderErr)
 	}
 	r := w.runner(t, WithLockTimeout(0))
 	rep, err := r.Run(testCtx(t), Apply, Unit{Workdir: workdirSpec("plat-ue2-dev", "waiter", src, files(t, map[string]any{}, state))})
@@ -144,5 +150,6 @@ func TestStateLockTimeoutZero(t *testing.T) {
 	require.Equal(t, Failed, rep.Results[0].Status)
 	require.Contains(t, rep.Results[0].LockHolder, "ID ")
 	g.release(t)
-	require.NoError(t, <-holderDone)
+	<-holderExited
+	require.NoError(t, holderErr)
 }

@@ -135,10 +135,13 @@ func TestCancelDuringApply(t *testing.T) {
 		err error
 	}
 	done := make(chan out, 1)
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		rep, err := r.Run(ctx, Apply, u)
 		done <- out{rep, err}
 	}()
+	t.Cleanup(func() { cancel(); <-exited })
 	for _, ch := range []<-chan struct{}{applying, started} {
 		select {
 		case <-ch:
