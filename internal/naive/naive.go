@@ -55,9 +55,13 @@ func (a Approach) String() string {
 type Config struct {
 	// Terraform is the path of the terraform binary.
 	Terraform string
-	// Source is the component's root module. It is copied into Scratch; the
-	// copy is the "shared source dir" every instance runs in.
+	// Source is the tree holding the component (and the local modules it
+	// calls). It is copied into Scratch; the copy of the component is the
+	// "shared source dir" every instance runs in.
 	Source string
+	// Component is the root module's path relative to Source ("" for
+	// Source itself).
+	Component string
 	// Scratch is an empty directory this run owns.
 	Scratch string
 	// Instances is how many instances to run.
@@ -71,7 +75,12 @@ type Config struct {
 	// by the run).
 	Env []string
 	// Vars returns instance i's variables file content (JSON), may be nil.
+	// It is written outside the shared dir and passed with -var-file.
 	Vars func(i int) []byte
+	// Files returns the files a wrapper generates into the component dir
+	// for instance i (backend.tf.json, ...), may be nil. Like a wrapper,
+	// each instance writes them into the shared dir right before its init.
+	Files func(i int) map[string][]byte
 }
 
 // Outcome is one instance's result.
@@ -117,10 +126,13 @@ func Run(ctx context.Context, cfg Config, a Approach) (*Result, error) {
 	for i := range inst {
 		in := &inst[i]
 		in.n = i + 1
-		in.dir = dir
+		in.dir = filepath.Join(dir, filepath.FromSlash(cfg.Component))
 		in.env = append(append([]string{}, cfg.Env...), "TF_CLI_CONFIG_FILE="+cliPath, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
 		if a != Shared {
 			in.env = append(in.env, "TF_DATA_DIR="+filepath.Join(cfg.Scratch, "data", fmt.Sprint(in.n)))
+		}
+		if cfg.Files != nil {
+			in.files = cfg.Files(i)
 		}
 		in.state = filepath.Join(cfg.Scratch, "state", fmt.Sprintf("%d.tfstate", in.n))
 		if cfg.Vars != nil {
@@ -143,13 +155,16 @@ func Run(ctx context.Context, cfg Config, a Approach) (*Result, error) {
 	switch a {
 	case Sequential:
 		for i := range inst {
-			res.Outcomes[i] = inst[i].run(ctx, cfg, true)
+			res.Outcomes[i] = inst[i].run(ctx, cfg)
 		}
 	case Preinit:
 		// The workaround's serial step: one init fills the cache and writes
 		// the shared lock file before anything runs in parallel.
 		if len(inst) > 0 {
-			if _, err := inst[0].terraform(ctx, cfg, "init", "-input=false", "-backend-config=path="+inst[0].state); err != nil {
+			if err := inst[0].generate(); err != nil {
+				return nil, err
+			}
+			if _, err := inst[0].terraform(ctx, cfg, "init", "-input=false", "-reconfigure", "-backend-config=path="+inst[0].state); err != nil {
 				res.Outcomes[0].Err = fmt.Errorf("pre-init: %w", err)
 			}
 		}
@@ -157,7 +172,7 @@ func Run(ctx context.Context, cfg Config, a Approach) (*Result, error) {
 	default:
 		var wg sync.WaitGroup
 		for i := range inst {
-			wg.Go(func() { res.Outcomes[i] = inst[i].run(ctx, cfg, true) })
+			wg.Go(func() { res.Outcomes[i] = inst[i].run(ctx, cfg) })
 		}
 		wg.Wait()
 	}
@@ -177,18 +192,30 @@ type instance struct {
 	n                int
 	dir, state, vars string
 	env              []string
+	files            map[string][]byte
 }
 
-func (in *instance) run(ctx context.Context, cfg Config, init bool) Outcome {
-	start := time.Now()
-	var lines []string
-	fail := func(err error, out []byte) Outcome {
-		return Outcome{Err: err, ErrorLines: append(lines, errorLines(out)...), Duration: time.Since(start)}
-	}
-	if init {
-		if out, err := in.terraform(ctx, cfg, "init", "-input=false", "-backend-config=path="+in.state); err != nil {
-			return fail(fmt.Errorf("instance %d: init: %w", in.n, err), out)
+// generate writes the instance's generated files into the shared dir the
+// way wrappers do: plain truncate-and-write, racing with other instances.
+func (in *instance) generate() error {
+	for name, b := range in.files {
+		if err := os.WriteFile(filepath.Join(in.dir, name), b, 0o644); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+func (in *instance) run(ctx context.Context, cfg Config) Outcome {
+	start := time.Now()
+	fail := func(err error, out []byte) Outcome {
+		return Outcome{Err: err, ErrorLines: errorLines(out), Duration: time.Since(start)}
+	}
+	if err := in.generate(); err != nil {
+		return fail(fmt.Errorf("instance %d: generate files: %w", in.n, err), nil)
+	}
+	if out, err := in.terraform(ctx, cfg, "init", "-input=false", "-reconfigure", "-backend-config=path="+in.state); err != nil {
+		return fail(fmt.Errorf("instance %d: init: %w", in.n, err), out)
 	}
 	args := []string{cfg.Command, "-input=false", "-no-color"}
 	if cfg.Command == "apply" || cfg.Command == "destroy" {

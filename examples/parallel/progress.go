@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/tfisolate/tfisolate/runner"
+)
+
+// progress shows the run while it goes: on a terminal, one line per unit
+// redrawn in place; otherwise one line per event.
+type progress struct {
+	w    io.Writer
+	live bool
+	ids  []string
+
+	mu    sync.Mutex
+	units map[string]*unitView
+	drawn int // lines drawn last time, to move back over them
+
+	stopTick context.CancelFunc
+	ticker   sync.WaitGroup
+}
+
+type unitView struct {
+	phase  runner.Phase
+	status runner.Status
+	start  time.Time
+	end    time.Time
+}
+
+func newProgress(w io.Writer, mode string, ids []string) *progress {
+	live := mode == "live"
+	if mode == "auto" {
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			live = true
+		}
+	}
+	p := &progress{w: w, live: live, ids: ids, units: map[string]*unitView{}}
+	for _, id := range ids {
+		p.units[id] = &unitView{}
+	}
+	return p
+}
+
+// start begins the periodic redraw of elapsed times on a terminal.
+func (p *progress) start(ctx context.Context) {
+	if !p.live {
+		return
+	}
+	ctx, p.stopTick = context.WithCancel(ctx)
+	p.ticker.Go(func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				p.mu.Lock()
+				p.draw()
+				p.mu.Unlock()
+			}
+		}
+	})
+}
+
+// stop ends the redraw and leaves the final view on screen.
+func (p *progress) stop() {
+	if p.stopTick != nil {
+		p.stopTick()
+		p.ticker.Wait()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live {
+		p.draw()
+	}
+}
+
+// event is the runner's callback; it may be called from many goroutines.
+func (p *progress) event(e runner.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u := p.units[e.Unit]
+	if u == nil {
+		u = &unitView{}
+		p.units[e.Unit] = u
+		p.ids = append(p.ids, e.Unit)
+	}
+	if u.start.IsZero() && e.Phase != runner.PhaseQueued {
+		u.start = e.Time
+	}
+	u.phase, u.status = e.Phase, e.Status
+	if e.Phase == runner.PhaseDone {
+		u.end = e.Time
+	}
+	if p.live {
+		p.draw()
+		return
+	}
+	line := fmt.Sprintf("%s %-34s %s", e.Time.Format("15:04:05.000"), e.Unit, e.Phase)
+	if e.Phase == runner.PhaseDone {
+		line += " " + e.Status.String()
+		if e.Err != nil {
+			line += ": " + firstLine(e.Err.Error())
+		}
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// draw rewrites the unit lines in place; p.mu is held.
+func (p *progress) draw() {
+	var b strings.Builder
+	if p.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA", p.drawn)
+	}
+	now := time.Now()
+	for _, id := range p.ids {
+		u := p.units[id]
+		state := u.phase.String()
+		if u.phase == runner.PhaseDone {
+			state = u.status.String()
+		}
+		elapsed := ""
+		switch {
+		case !u.end.IsZero():
+			elapsed = u.end.Sub(u.start).Round(100 * time.Millisecond).String()
+		case !u.start.IsZero():
+			elapsed = now.Sub(u.start).Round(100 * time.Millisecond).String()
+		}
+		fmt.Fprintf(&b, "\x1b[2K%-34s %-10s %8s\n", id, state, elapsed)
+	}
+	p.drawn = len(p.ids)
+	io.WriteString(p.w, b.String())
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

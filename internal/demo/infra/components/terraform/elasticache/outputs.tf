@@ -1,0 +1,3 @@
+output "cluster_id" {
+  value = module.redis.id
+}
