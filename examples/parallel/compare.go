@@ -55,7 +55,9 @@ func compare(ctx context.Context, w io.Writer, o *options, tf, source string, pr
 	for l := range counts {
 		lines = append(lines, l)
 	}
-	sort.Slice(lines, func(i, j int) bool { return counts[lines[i]] > counts[lines[j]] || counts[lines[i]] == counts[lines[j]] && lines[i] < lines[j] })
+	sort.Slice(lines, func(i, j int) bool {
+		return counts[lines[i]] > counts[lines[j]] || counts[lines[i]] == counts[lines[j]] && lines[i] < lines[j]
+	})
 	fmt.Fprintf(w, "naive: %d/%d succeeded in %s; provider downloads: %d\n",
 		res.Succeeded, o.n, res.Wall.Round(10*time.Millisecond), prov.Downloads()-downloadsBefore)
 	for _, l := range lines {
