@@ -30,7 +30,7 @@ type world struct {
 	wd    *workdir.Manager
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	w := &world{tf: testenv.Terraform(t), dir: t.TempDir()}
 	bin := testprovider.Build(t)
@@ -48,7 +48,7 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-func (w *world) runner(t *testing.T, opts ...Option) *Runner {
+func (w *world) runner(t testing.TB, opts ...Option) *Runner {
 	t.Helper()
 	r, err := New(append([]Option{WithWorkdirs(w.wd), WithPluginCache(w.cache), WithTerraform(w.tf)}, opts...)...)
 	require.NoError(t, err)
@@ -56,7 +56,7 @@ func (w *world) runner(t *testing.T, opts ...Option) *Runner {
 }
 
 // component writes a root module into a new directory and returns it.
-func (w *world) component(t *testing.T, name, mainTF string) string {
+func (w *world) component(t testing.TB, name, mainTF string) string {
 	t.Helper()
 	dir := filepath.Join(w.dir, "components", name)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
@@ -80,7 +80,7 @@ resource "tfitest_item" "this" { name = var.name }
 
 // files returns generated files: tfvars and a local backend whose state
 // lives at statePath, where the test can read it.
-func files(t *testing.T, vars map[string]any, statePath string) map[string][]byte {
+func files(t testing.TB, vars map[string]any, statePath string) map[string][]byte {
 	t.Helper()
 	v, err := json.Marshal(vars)
 	require.NoError(t, err)
