@@ -1,0 +1,70 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testregistry"
+)
+
+// TestLeaderFailureIsEveryFollowersError breaks the registry so the
+// singleflight leader's provider setup fails: every unit fails with
+// ErrInit and the cause, the followers naming the leader they shared.
+func TestLeaderFailureIsEveryFollowersError(t *testing.T) {
+	w := newWorld(t)
+	w.reg.SetFault(testregistry.FaultStatus500)
+	src := w.component(t, "item", itemComponent)
+	var units []Unit
+	for _, inst := range []string{"a", "b", "c", "d"} {
+		units = append(units, Unit{Workdir: workdirSpec("plat-ue2-dev", inst, src, files(t, map[string]any{"name": inst}, filepath.Join(w.dir, inst+".tfstate")))})
+	}
+	rep, err := w.runner(t, WithParallelism(4)).Run(testCtx(t), Apply, units...)
+	require.ErrorIs(t, err, ErrInit)
+	leaders := 0
+	for _, res := range rep.Results {
+		require.Equal(t, Failed, res.Status)
+		require.ErrorIs(t, res.Err, ErrInit)
+		require.Contains(t, res.Err.Error(), "500", "the cause is reported")
+		if !strings.Contains(res.Err.Error(), "shared with plat-ue2-dev/") {
+			leaders++
+		}
+		_, err := os.Stat(filepath.Join(w.dir, filepath.Base(res.Unit)+".tfstate"))
+		require.ErrorIs(t, err, os.ErrNotExist, "terraform must not have applied")
+	}
+	require.Equal(t, 1, leaders, "one leader, three followers")
+}
+
+// TestWorkspacePlanDestroy runs one unit in a workspace through apply, a
+// clean plan, destroy and a plan that has changes again.
+func TestWorkspacePlanDestroy(t *testing.T) {
+	w := newWorld(t)
+	src := w.component(t, "item", itemComponent)
+	u := Unit{Workspace: "blue", Workdir: workdirSpec("plat-ue2-dev", "ws", src,
+		map[string][]byte{"terraform.tfvars.json": []byte(`{"name":"ws"}`)})}
+	r := w.runner(t)
+	steps := []struct {
+		cmd     Command
+		changes bool
+	}{{Apply, false}, {Plan, false}, {Destroy, false}, {Plan, true}}
+	for _, s := range steps {
+		rep, err := r.Run(testCtx(t), s.cmd, u)
+		require.NoError(t, err, "%s", s.cmd)
+		require.Equal(t, s.changes, rep.Results[0].HasChanges, "%s", s.cmd)
+	}
+	home, err := w.wd.Home("plat-ue2-dev", "ws")
+	require.NoError(t, err)
+	var states []string
+	require.NoError(t, filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "terraform.tfstate" && !strings.Contains(p, ".tfisolate") {
+			rel, _ := filepath.Rel(home, p)
+			states = append(states, filepath.ToSlash(rel))
+		}
+		return err
+	}))
+	require.Len(t, states, 1)
+	require.True(t, strings.HasSuffix(states[0], "terraform.tfstate.d/blue/terraform.tfstate"), states[0])
+}
