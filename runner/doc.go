@@ -26,4 +26,37 @@
 //     sends PhaseQueued first and PhaseDone (with its final status) last.
 //   - Run returns only after every goroutine and process it started has
 //     ended.
+//
+// Execution (New with WithWorkdirs, optionally WithPluginCache): each unit
+// prepares its own workdir (workdir.Manager.Prepare takes the instance's
+// exclusive lock, across processes, so one instance never runs twice at
+// once), then sets up its providers. Units with the same provider
+// requirements (root module and local modules, read with
+// terraform-config-inspect, plus versions already in the instance's lock
+// file) share one leader per Run: it calls pluginc.Cache.Ensure (each
+// package downloaded at most once, across processes) and computes the
+// .terraform.lock.hcl and CLI config; followers wait for its result and
+// never write to the cache. A leader's failure is every follower's error
+// (ErrInit, naming the leader). Every unit then runs its own terraform
+// (its own *tfexec.Terraform, TF_DATA_DIR from the workdir, the cache as a
+// read-only filesystem mirror): init, workspace select-or-create, and the
+// command.
+//
+//   - State locks are waited out: a lock error ("Error acquiring the state
+//     lock") is retried with a growing -lock-timeout until WithLockTimeout
+//     is spent, then fails with ErrStateLocked. Result.LockWait and
+//     LockHolder report the wait and terraform's ID/Who of the holder.
+//   - Cancelling ctx sends terraform SIGINT (it stops, writes state and
+//     releases its lock) and kills it only after WithInterruptGrace; the
+//     unit is reported Canceled.
+//   - Output goes to a log file per unit (Result.Log) and, with WithOutput,
+//     to one combined stream of whole lines prefixed "[unitID] ".
+//   - terraform's environment is the process environment plus the
+//     workdir's; variables tfexec manages itself (TF_WORKSPACE, TF_LOG*,
+//     TF_CLI_ARGS*, TF_INPUT, TF_VAR_*) are dropped (pass variables in
+//     generated tfvars files), and so is TF_PLUGIN_CACHE_DIR, whose writes
+//     are unsafe under concurrency.
+//   - Providers that only remote modules require are not known before
+//     terraform init downloads those modules; terraform installs them
+//     directly into the unit's own data dir, outside the shared cache.
 package runner
