@@ -23,6 +23,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/internal/tfbin"
+	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/runner"
 	"github.com/tfisolate/tfisolate/workdir"
 )
@@ -50,6 +51,7 @@ type options struct {
 	padding     int64
 	throttle    int64
 	live        string
+	online      bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -66,6 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.padding, "provider-size", 24<<20, "bytes of padding in the served provider, to make it as large as real ones")
 	fs.Int64Var(&o.throttle, "throttle", 64<<20, "download speed limit of the loopback registry in bytes/s (0: none)")
 	fs.StringVar(&o.live, "progress", "auto", "progress view: auto (live on a terminal), live or lines")
+	fs.BoolVar(&o.online, "online", false, "use a provider from the public registry instead of the local one (needs internet)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -90,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.parallelism < 1 {
 		return nil, fmt.Errorf("-parallelism %d: want at least 1", o.parallelism)
+	}
+	if o.online && o.compare {
+		return nil, errors.New("-compare serves its provider locally; use it without -online")
 	}
 	if o.live != "auto" && o.live != "live" && o.live != "lines" {
 		return nil, fmt.Errorf("-progress %q: want auto, live or lines", o.live)
@@ -125,28 +131,33 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	source, err := demo.WriteInfra(filepath.Join(o.root, "infra"))
+	infra := filepath.Join(o.root, "infra")
+	source, err := demo.WriteInfra(infra)
 	if err != nil {
 		return err
 	}
-	prov, err := demo.ServeProvider(filepath.Join(o.root, "provider"), o.padding)
-	if err != nil {
-		return fmt.Errorf("serve the provider locally: %w", err)
-	}
-	defer prov.Close()
-	prov.SetThrottle(o.throttle)
-	units := demo.Units(source, o.n, o.latency)
-
-	if o.compare {
-		if err := compare(ctx, say, o, tf, source, prov); err != nil {
-			return err
+	var cache *pluginc.Cache
+	if o.online {
+		source = filepath.Join(infra, filepath.FromSlash(demo.OnlineComponent))
+		cache, err = pluginc.Open(filepath.Join(o.root, "plugin-cache"), pluginc.WithSource(pluginc.Registry()))
+	} else {
+		prov, perr := demo.ServeProvider(filepath.Join(o.root, "provider"), o.padding)
+		if perr != nil {
+			return fmt.Errorf("serve the provider locally: %w", perr)
 		}
+		defer prov.Close()
+		prov.SetThrottle(o.throttle)
+		if o.compare {
+			if err := compare(ctx, say, o, tf, source, prov); err != nil {
+				return err
+			}
+		}
+		cache, err = prov.OpenCache(filepath.Join(o.root, "plugin-cache"))
 	}
-
-	cache, err := prov.OpenCache(filepath.Join(o.root, "plugin-cache"))
 	if err != nil {
 		return err
 	}
+	units := demo.Units(source, o.n, o.latency)
 	wds, err := workdir.New(filepath.Join(o.root, "workdirs"))
 	if err != nil {
 		return err

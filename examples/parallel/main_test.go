@@ -91,6 +91,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-parallelism", "-1"},
 		{"-progress", "fancy"},
 		{"extra"},
+		{"-online", "-compare"},
 	} {
 		err := run(context.Background(), args, &bytes.Buffer{})
 		require.Error(t, err, "%v", args)

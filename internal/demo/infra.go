@@ -24,11 +24,14 @@ const (
 	Component = "components/terraform/elasticache"
 	// ComponentName is what stacks call the component (metadata.component).
 	ComponentName = "elasticache"
+	// OnlineComponent is the same component with a provider from the public
+	// registry, for machines that are online.
+	OnlineComponent = "components/terraform/elasticache-online"
 )
 
 // WriteInfra lays the embedded infra tree out under dir, rewriting only
 // files whose content differs (so a second run leaves the source as it
-// was), and returns the component's directory.
+// was), and returns the directory of Component.
 func WriteInfra(dir string) (string, error) {
 	err := fs.WalkDir(infra, "infra", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
