@@ -81,6 +81,11 @@ type Config struct {
 	// for instance i (backend.tf.json, ...), may be nil. Like a wrapper,
 	// each instance writes them into the shared dir right before its init.
 	Files func(i int) map[string][]byte
+	// PluginCacheDir is Terraform's plugin cache (TF_PLUGIN_CACHE_DIR /
+	// plugin_cache_dir). Empty means a fresh one inside Scratch; setting it
+	// lets a later run start with the cache an earlier one filled ("warm").
+	// When it lies outside Scratch, Result.DiskBytes counts it too.
+	PluginCacheDir string
 }
 
 // Outcome is one instance's result.
@@ -114,6 +119,9 @@ func Run(ctx context.Context, cfg Config, a Approach) (*Result, error) {
 		return nil, fmt.Errorf("copy component %s: %w", cfg.Source, err)
 	}
 	cache := filepath.Join(cfg.Scratch, "plugin-cache")
+	if cfg.PluginCacheDir != "" {
+		cache = cfg.PluginCacheDir
+	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return nil, err
 	}
@@ -185,6 +193,9 @@ func Run(ctx context.Context, cfg Config, a Approach) (*Result, error) {
 		}
 	}
 	res.DiskBytes = DiskUsage(cfg.Scratch)
+	if rel, err := filepath.Rel(cfg.Scratch, cache); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		res.DiskBytes += DiskUsage(cache)
+	}
 	return res, nil
 }
 
