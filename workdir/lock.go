@@ -50,7 +50,8 @@ func (m *Manager) lock(ctx context.Context, stack, instance, id string) (*instan
 	}
 	host, _ := os.Hostname()
 	data, _ := json.Marshal(Holder{PID: os.Getpid(), Host: host, Since: time.Now().UTC()})
-	if err := atomicfile.WriteFile(lk.holder, data, 0o644); err != nil {
+	// Diagnostics only: atomic for readers, but not worth an fsync per lock.
+	if err := atomicfile.WriteFile(lk.holder, data, 0o644, atomicfile.NoSync()); err != nil {
 		// Only diagnostics are lost; the lock itself is held.
 		m.log.WarnContext(ctx, "cannot record lock holder", "err", err)
 	}

@@ -45,6 +45,7 @@ func instanceOwned(name string) bool {
 // (the manager's root) never to enter, in case it lies inside the source.
 func collect(base string, dirs []string, skip string) ([]entry, error) {
 	seen := make(map[string]bool)
+	buf := make([]byte, 32<<10)
 	var out []entry
 	for _, d := range dirs {
 		top := filepath.Join(base, filepath.FromSlash(d))
@@ -75,7 +76,7 @@ func collect(base string, dirs []string, skip string) ([]entry, error) {
 			}
 			seen[rel] = true
 			e := entry{rel: rel, abs: p, perm: fi.Mode().Perm(), size: fi.Size()}
-			if e.sum, err = fileSum(p); err != nil {
+			if e.sum, err = fileSumBuf(p, buf); err != nil {
 				return err
 			}
 			out = append(out, e)
@@ -90,6 +91,10 @@ func collect(base string, dirs []string, skip string) ([]entry, error) {
 }
 
 func fileSum(p string) ([sha256.Size]byte, error) {
+	return fileSumBuf(p, make([]byte, 32<<10))
+}
+
+func fileSumBuf(p string, buf []byte) ([sha256.Size]byte, error) {
 	var sum [sha256.Size]byte
 	f, err := os.Open(p)
 	if err != nil {
@@ -97,10 +102,11 @@ func fileSum(p string) ([sha256.Size]byte, error) {
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	// Hide WriterTo so the shared buffer is used instead of a fresh one.
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, buf); err != nil {
 		return sum, fmt.Errorf("read %s: %w", p, err)
 	}
-	copy(sum[:], h.Sum(nil))
+	h.Sum(sum[:0])
 	return sum, nil
 }
 

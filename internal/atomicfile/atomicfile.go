@@ -16,14 +16,23 @@ const TempPrefix = ".tmp-"
 // *os.File, then call CloseAtomicallyReplace.
 type File struct {
 	*os.File
-	path string
-	done bool
-	perm os.FileMode
+	path   string
+	done   bool
+	perm   os.FileMode
+	noSync bool
 }
+
+// Option changes how a File is written.
+type Option func(*File)
+
+// NoSync skips the fsyncs: the replacement is still atomic for concurrent
+// readers and across a killed writer, but may be lost (as a whole) in a
+// power failure. For diagnostics and caches that are cheap to rebuild.
+func NoSync() Option { return func(f *File) { f.noSync = true } }
 
 // New creates a temp file next to path that will replace path. The temp file
 // gets exactly perm (no umask) once it is renamed into place.
-func New(path string, perm os.FileMode) (*File, error) {
+func New(path string, perm os.FileMode, opts ...Option) (*File, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -32,7 +41,11 @@ func New(path string, perm os.FileMode) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create temp file for %s: %w", path, err)
 	}
-	return &File{File: f, path: path, perm: perm}, nil
+	af := &File{File: f, path: path, perm: perm}
+	for _, o := range opts {
+		o(af)
+	}
+	return af, nil
 }
 
 // Path returns the target path the file will replace.
@@ -65,8 +78,10 @@ func (f *File) CloseAtomicallyReplace() error {
 	if err := f.File.Chmod(f.perm); err != nil {
 		return fmt.Errorf("replace %s: %w", f.path, err)
 	}
-	if err := f.File.Sync(); err != nil {
-		return fmt.Errorf("replace %s: sync: %w", f.path, err)
+	if !f.noSync {
+		if err := f.File.Sync(); err != nil {
+			return fmt.Errorf("replace %s: sync: %w", f.path, err)
+		}
 	}
 	if err := f.File.Close(); err != nil {
 		return fmt.Errorf("replace %s: close: %w", f.path, err)
@@ -75,12 +90,15 @@ func (f *File) CloseAtomicallyReplace() error {
 		return fmt.Errorf("replace %s: %w", f.path, err)
 	}
 	f.done = true
+	if f.noSync {
+		return nil
+	}
 	return SyncDir(filepath.Dir(f.path))
 }
 
 // WriteFile atomically replaces path with data.
-func WriteFile(path string, data []byte, perm os.FileMode) error {
-	f, err := New(path, perm)
+func WriteFile(path string, data []byte, perm os.FileMode, opts ...Option) error {
+	f, err := New(path, perm, opts...)
 	if err != nil {
 		return err
 	}
@@ -93,13 +111,13 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 
 // WriteFileIfChanged is WriteFile that skips the write (and reports false)
 // when path already holds exactly data with the same permission bits.
-func WriteFileIfChanged(path string, data []byte, perm os.FileMode) (bool, error) {
+func WriteFileIfChanged(path string, data []byte, perm os.FileMode, opts ...Option) (bool, error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() == perm.Perm() && fi.Size() == int64(len(data)) {
 		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
 			return false, nil
 		}
 	}
-	return true, WriteFile(path, data, perm)
+	return true, WriteFile(path, data, perm, opts...)
 }
 
 func isAlreadyClosed(err error) bool { return errors.Is(err, os.ErrClosed) }

@@ -61,3 +61,16 @@ func TestNewInMissingDirFails(t *testing.T) {
 	_, err := atomicfile.New(filepath.Join(t.TempDir(), "nope", "f"), 0o644)
 	require.Error(t, err)
 }
+
+func TestNoSyncStillReplacesAtomically(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	require.NoError(t, atomicfile.WriteFile(p, []byte("one"), 0o644, atomicfile.NoSync()))
+	require.NoError(t, atomicfile.WriteFile(p, []byte("two"), 0o644, atomicfile.NoSync()))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Equal(t, "two", string(b))
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, ents, 1)
+}
