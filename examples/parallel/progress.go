@@ -24,6 +24,7 @@ type progress struct {
 	mu    sync.Mutex
 	units map[string]*unitView
 	drawn int // lines drawn last time, to move back over them
+	width int // of the widest unit ID, to align the columns
 
 	stopTick context.CancelFunc
 	ticker   sync.WaitGroup
@@ -46,6 +47,7 @@ func newProgress(w io.Writer, mode string, ids []string) *progress {
 	p := &progress{w: w, live: live, ids: ids, units: map[string]*unitView{}}
 	for _, id := range ids {
 		p.units[id] = &unitView{}
+		p.width = max(p.width, len(id))
 	}
 	return p
 }
@@ -94,6 +96,7 @@ func (p *progress) event(e runner.Event) {
 		u = &unitView{}
 		p.units[e.Unit] = u
 		p.ids = append(p.ids, e.Unit)
+		p.width = max(p.width, len(e.Unit))
 	}
 	if u.start.IsZero() && e.Phase != runner.PhaseQueued {
 		u.start = e.Time
@@ -106,7 +109,7 @@ func (p *progress) event(e runner.Event) {
 		p.draw()
 		return
 	}
-	line := fmt.Sprintf("%s %-34s %s", e.Time.Format("15:04:05.000"), e.Unit, e.Phase)
+	line := fmt.Sprintf("%s %-*s %s", e.Time.Format("15:04:05.000"), p.width, e.Unit, e.Phase)
 	if e.Phase == runner.PhaseDone {
 		line += " " + e.Status.String()
 		if e.Err != nil {
@@ -136,7 +139,7 @@ func (p *progress) draw() {
 		case !u.start.IsZero():
 			elapsed = now.Sub(u.start).Round(100 * time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "\x1b[2K%-34s %-10s %8s\n", id, state, elapsed)
+		fmt.Fprintf(&b, "\x1b[2K%-*s  %-10s %8s\n", p.width, id, state, elapsed)
 	}
 	p.drawn = len(p.ids)
 	io.WriteString(p.w, b.String())
