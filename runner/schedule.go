@@ -158,7 +158,13 @@ func (r *Runner) schedule(ctx context.Context, cmd Command, units []Unit, g *gra
 		i := <-done
 		running--
 		st := results[i].Status
-		if st == Succeeded || r.ignoreErrors {
+		if st == Failed && r.failFast && stopped == nil {
+			// Fail-fast wins over WithIgnoreErrors: nothing new starts.
+			stopped = fmt.Errorf("%w: %s failed", ErrFailFast, g.ids[i])
+			stop(stopped)
+		}
+		switch {
+		case st == Succeeded || r.ignoreErrors:
 			var next []int
 			for _, d := range after[i] {
 				if remaining[d]--; remaining[d] == 0 && !final[d] {
@@ -167,18 +173,11 @@ func (r *Runner) schedule(ctx context.Context, cmd Command, units []Unit, g *gra
 			}
 			ready = append(ready, next...)
 			g.sortByID(ready)
-			continue
+		case st == Failed && stopped == nil:
+			skip(i, g.ids[i])
 		}
-		if st == Canceled {
-			// The whole run is stopping (ctx or fail-fast); what depends
-			// on it is reported below with that reason, not as a failure.
-			continue
-		}
-		skip(i, g.ids[i])
-		if r.failFast && stopped == nil {
-			stopped = fmt.Errorf("%w: %s failed", ErrFailFast, g.ids[i])
-			stop(stopped)
-		}
+		// Otherwise the run is stopping (ctx or fail-fast): what is left
+		// is reported below with that reason rather than as a skip.
 	}
 	// Whatever is left never started: stopped by fail-fast or by ctx.
 	for _, i := range g.sorted() {

@@ -351,3 +351,17 @@ func TestStrings(t *testing.T) {
 	_, err := fakeRunner(t, nil).Run(t.Context(), Command(0))
 	require.ErrorIs(t, err, ErrUnknownCommand)
 }
+
+func TestFailFastWinsOverIgnoreErrors(t *testing.T) {
+	r := fakeRunner(t, func(ctx context.Context, j *job) error {
+		if j.res.Unit == "a" {
+			return errBoom
+		}
+		return nil
+	}, WithParallelism(1), WithFailFast(), WithIgnoreErrors())
+	rep, err := r.Run(testCtx(t), Apply, mkUnits("a", "b:a", "c")...)
+	require.ErrorIs(t, err, errBoom)
+	require.Equal(t, map[string]Status{"a": Failed, "b": Skipped, "c": Skipped}, statuses(rep))
+	res, _ := rep.Result("b")
+	require.ErrorIs(t, res.Err, ErrFailFast)
+}
