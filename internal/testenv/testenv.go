@@ -1,5 +1,3 @@
-// Package testenv holds helpers shared by the SDK's tests: finding terraform
-// and giving it an environment that never reaches outside this machine.
 package testenv
 
 import (
