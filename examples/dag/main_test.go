@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
+)
+
+// span is when a unit started and ended, as printed: the line numbers
+// (the order of events) and the printed times.
+type span struct {
+	startLine, endLine int
+	start, end         float64
+	status             string
+}
+
+var eventLine = regexp.MustCompile(`^\s+(\d+\.\d{3})s  (start|end)\s+(\S+)(?:\s+(\S+))?$`)
+
+// timelines parses the printed start/end lines of each command section.
+func timelines(t *testing.T, out string) map[string]map[string]*span {
+	t.Helper()
+	all := map[string]map[string]*span{}
+	var cur map[string]*span
+	for n, line := range strings.Split(out, "\n") {
+		if line == "apply:" || line == "destroy:" {
+			cur = map[string]*span{}
+			all[strings.TrimSuffix(line, ":")] = cur
+			continue
+		}
+		m := eventLine.FindStringSubmatch(line)
+		if m == nil || cur == nil {
+			continue
+		}
+		at, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		s := cur[m[3]]
+		if s == nil {
+			s = &span{startLine: -1, endLine: -1}
+			cur[m[3]] = s
+		}
+		if m[2] == "start" {
+			require.Equal(t, -1, s.startLine, "%s started twice", m[3])
+			s.startLine, s.start = n, at
+		} else {
+			require.Equal(t, -1, s.endLine, "%s ended twice", m[3])
+			s.endLine, s.end, s.status = n, at, m[4]
+		}
+	}
+	return all
+}
+
+// requireAfter checks that every unit started only after all of the units
+// it must wait for had ended, both in event order and in printed time.
+func requireAfter(t *testing.T, cmd string, spans map[string]*span, waitsFor map[string][]string) {
+	t.Helper()
+	for u, deps := range waitsFor {
+		for _, d := range deps {
+			su, sd := spans[unitID(u)], spans[unitID(d)]
+			require.Greater(t, su.startLine, sd.endLine, "%s: %s started before %s ended", cmd, u, d)
+			require.GreaterOrEqual(t, su.start, sd.end, "%s: %s started at %.3fs, before %s ended at %.3fs", cmd, u, su.start, d, sd.end)
+		}
+	}
+}
+
+func TestRunAppliesInDependencyOrderAndDestroysInReverse(t *testing.T) {
+	testenv.Terraform(t)
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-root", t.TempDir(), "-latency", "0s"}, &out)
+	s := out.String()
+	require.NoError(t, err, s)
+	t.Log("\n" + s)
+
+	// The dry-run waves.
+	require.Contains(t, s, `apply order (dry run):
+  wave 1: plat-ue2-dev/elasticache/redis-cluster-2, plat-ue2-dev/network/vpc
+  wave 2: plat-ue2-dev/network/subnets
+  wave 3: plat-ue2-dev/elasticache/redis-cluster-1
+`)
+	require.Contains(t, s, `destroy order (dry run):
+  wave 1: plat-ue2-dev/elasticache/redis-cluster-1, plat-ue2-dev/elasticache/redis-cluster-2
+  wave 2: plat-ue2-dev/network/subnets
+  wave 3: plat-ue2-dev/network/vpc
+`)
+
+	tls := timelines(t, s)
+	for _, cmd := range []string{"apply", "destroy"} {
+		spans := tls[cmd]
+		require.Len(t, spans, 4, "%s: want start and end of four units", cmd)
+		for u, sp := range spans {
+			require.True(t, sp.startLine >= 0 && sp.endLine > sp.startLine, "%s: %s has no start or no end after it", cmd, u)
+			require.Equal(t, "succeeded", sp.status, "%s: %s", cmd, u)
+		}
+		require.Contains(t, s, cmd+": 4/4 succeeded")
+	}
+	requireAfter(t, "apply", tls["apply"], map[string][]string{
+		subnets:  {vpc},
+		cluster1: {subnets, vpc},
+	})
+	requireAfter(t, "destroy", tls["destroy"], map[string][]string{
+		subnets: {cluster1},
+		vpc:     {subnets, cluster1},
+	})
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-parallelism", "0"},
+		{"-latency", "-1s"},
+		{"-provider-size", "-1"},
+		{"extra"},
+	} {
+		err := run(context.Background(), args, &bytes.Buffer{})
+		require.Error(t, err, "%v", args)
+	}
+}
