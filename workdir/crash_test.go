@@ -53,6 +53,8 @@ func TestKilledMidMaterializeIsRepaired(t *testing.T) {
 				st := readStamp(filepath.Join(root, mustID(t, s)))
 				require.NotNil(t, st)
 				require.False(t, st.Complete, "the killed refresh left its stamp incomplete")
+				// What a kill inside a file copy (before its rename) leaves.
+				writeTree(t, filepath.Join(root, mustID(t, s), srcDir), map[string]string{tmpPrefix + "123": "half a file"})
 			}
 
 			w := prepare(t, m, s)

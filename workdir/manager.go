@@ -97,6 +97,11 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prepare workdir %s: %w", id, err)
 	}
+	if within(src, m.root) {
+		// Materializing would write into the source tree (invariant 1) and
+		// every build would copy the previous ones.
+		return nil, fmt.Errorf("prepare workdir %s: %w", id, invalid("source", s.Source, "contains the workdir root %s", m.root))
+	}
 	files, err := checkFiles(s.Files)
 	if err != nil {
 		return nil, fmt.Errorf("prepare workdir %s: %w", id, err)

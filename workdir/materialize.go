@@ -184,7 +184,9 @@ func (m *Manager) build(home string, inPlace bool, old *stamp, source string, la
 		keep[g] = true
 	}
 	for _, rel := range union(oldFiles(old), oldGenerated(old)) {
-		if !keep[rel] {
+		// A lock file once generated (by a provider cache) is the
+		// instance's own from then on, like one terraform init wrote.
+		if !keep[rel] && !isLockFile(rel) {
 			if err := removeAndPrune(src, rel); err != nil {
 				return nil, err
 			}

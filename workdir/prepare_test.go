@@ -204,3 +204,47 @@ func TestRemove(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalid)
 	require.ErrorIs(t, m.Remove(ctx, "s", "..", true), ErrInvalid)
 }
+
+func TestRootInsideSourceIsRefused(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, component)
+	before := snapshot(t, src)
+	m, err := New(filepath.Join(src, ".work"))
+	require.NoError(t, err)
+	_, err = m.Prepare(context.Background(), Spec{Stack: "s", Instance: "i", Source: src})
+	require.ErrorIs(t, err, ErrInvalid)
+	require.Contains(t, err.Error(), "contains the workdir root")
+	require.Empty(t, listDir(t, m.Root()))
+	delete(before, ".")
+	after := snapshot(t, src)
+	delete(after, ".")
+	delete(after, ".work")
+	require.Equal(t, before, after)
+}
+
+func TestGeneratedFiles(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, component)
+	m := newManager(t)
+	s := Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{
+		"main.tf":             []byte("# generated wins over the source"),
+		"vars/x.tfvars.json":  []byte("{}"),
+		".terraform.lock.hcl": []byte("# lock from the provider cache"),
+	}}
+	w := prepare(t, m, s)
+	got := regularFiles(t, w.Dir)
+	require.Equal(t, "# generated wins over the source", got["main.tf"])
+	require.Equal(t, "{}", got["vars/x.tfvars.json"])
+	require.Equal(t, "# lock from the provider cache", got[".terraform.lock.hcl"])
+	require.NoError(t, w.Close())
+
+	// Once no longer generated, the source's file comes back and stale
+	// generated files go.
+	s.Files = nil
+	w = prepare(t, m, s)
+	got = regularFiles(t, w.Dir)
+	require.Equal(t, component["main.tf"], got["main.tf"])
+	require.NotContains(t, got, "vars/x.tfvars.json")
+	require.NoDirExists(t, filepath.Join(w.Dir, "vars"))
+	require.Equal(t, "# lock from the provider cache", got[".terraform.lock.hcl"], "the instance's lock file is its own")
+}
