@@ -14,7 +14,6 @@ import (
 
 	"github.com/hashicorp/go-version"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/singleflight"
 )
 
 // stateDir holds the cache's bookkeeping inside the cache dir. Its name
@@ -59,10 +58,9 @@ type Cache struct {
 	env       *fetchEnv
 	log       *slog.Logger
 
-	group singleflight.Group
-
 	mu       sync.Mutex
 	listings map[Provider]*listing
+	flights  map[string]*flight // in-process installs by package key
 
 	downloads, bytes, hits, waits atomic.Int64
 
@@ -120,6 +118,7 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 		env:       &fetchEnv{client: cfg.client, log: cfg.log, env: cfg.getenv},
 		log:       cfg.log,
 		listings:  map[Provider]*listing{},
+		flights:   map[string]*flight{},
 	}, nil
 }
 
@@ -204,6 +203,17 @@ func (c *Cache) Ensure(ctx context.Context, reqs ...Requirement) ([]Package, err
 // listing returns the merged versions of p, asking the sources once per
 // Cache. A failed listing is not remembered, so a later call retries.
 func (c *Cache) listing(ctx context.Context, p Provider) *listing {
+	for {
+		l := c.listingOnce(ctx, p)
+		// Another caller's context ended while it listed for us: retry.
+		if l.err != nil && ctx.Err() == nil && (errors.Is(l.err, context.Canceled) || errors.Is(l.err, context.DeadlineExceeded)) {
+			continue
+		}
+		return l
+	}
+}
+
+func (c *Cache) listingOnce(ctx context.Context, p Provider) *listing {
 	c.mu.Lock()
 	l, ok := c.listings[p]
 	if !ok {

@@ -56,31 +56,58 @@ func (c *Cache) ensurePackage(ctx context.Context, p Provider, v *version.Versio
 	}
 	key := pkgKey(p, v, plat)
 	for {
-		// Only the caller whose function runs sets leader; the channel
-		// receive orders that write before our read.
-		leader := false
-		ch := c.group.DoChan(key, func() (any, error) {
-			leader = true
-			return c.install(ctx, p, v, plat)
-		})
-		select {
-		case <-ctx.Done():
-			return Package{}, ctx.Err()
-		case r := <-ch:
-			if r.Err != nil {
-				// The leader's context ended, not ours: try again, maybe as leader.
-				if !leader && ctx.Err() == nil && (errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
-					continue
-				}
-				return Package{}, r.Err
+		c.mu.Lock()
+		f, follower := c.flights[key]
+		if !follower {
+			f = &flight{done: make(chan struct{})}
+			c.flights[key] = f
+		}
+		c.mu.Unlock()
+
+		if !follower {
+			// The leader installs in its own goroutine, so nothing outlives
+			// this call, and publishes the result to whoever joined.
+			res, err := c.install(ctx, p, v, plat)
+			f.res, f.err = res, err
+			c.mu.Lock()
+			delete(c.flights, key)
+			c.mu.Unlock()
+			close(f.done)
+			if err != nil {
+				return Package{}, err
 			}
-			res := r.Val.(installResult)
-			if !leader || !res.downloaded {
+			if !res.downloaded {
 				c.hits.Add(1)
 			}
 			return res.pkg, nil
 		}
+
+		select {
+		case <-ctx.Done():
+			// A follower owns nothing, so it can leave at once.
+			return Package{}, ctx.Err()
+		case <-f.done:
+		}
+		if f.err != nil {
+			// The leader's context ended, not ours: try again, maybe as leader.
+			if ctx.Err() == nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) {
+				continue
+			}
+			return Package{}, f.err
+		}
+		c.hits.Add(1)
+		return f.res.pkg, nil
 	}
+}
+
+// flight is one in-process install that other callers wait for. It does
+// what x/sync/singleflight does, except that the leader runs in the
+// caller's goroutine (DoChan would leave it running after a cancelled
+// caller returned) while followers can still give up on their own context.
+type flight struct {
+	done chan struct{}
+	res  installResult
+	err  error
 }
 
 type installResult struct {
@@ -161,6 +188,12 @@ func (c *Cache) sweep(p Provider, v *version.Version, plat string) {
 			c.log.Info("removing leftover of an interrupted install", "path", filepath.Join(tmp, e.Name()))
 			_ = os.RemoveAll(filepath.Join(tmp, e.Name()))
 		}
+	}
+	// A writer killed while replacing the meta file leaves its temp file.
+	metaDir := filepath.Dir(c.metaPath(p, v, plat))
+	leftovers, _ := filepath.Glob(filepath.Join(metaDir, atomicfile.TempPrefix+plat+".json-*"))
+	for _, l := range leftovers {
+		_ = os.Remove(l)
 	}
 }
 

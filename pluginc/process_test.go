@@ -290,3 +290,23 @@ func requireKilledLeftovers(t *testing.T, f *registryFixture, cacheDir, leftover
 	require.Empty(t, tmp, "leftovers must be swept")
 	require.Equal(t, 2, f.srv.Downloads(f.key("1.1.0")))
 }
+
+// TestCanceledWhileDownloading: a cancelled Ensure returns the context's
+// error and leaves nothing behind, not even temp files.
+func TestCanceledWhileDownloading(t *testing.T) {
+	f := startRegistry(t, 0, []string{"1.0.0"})
+	gate := f.srv.Hold()
+	c := f.open(t, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error)
+	go func() {
+		_, err := c.Ensure(ctx, Requirement{Provider: f.p})
+		errc <- err
+	}()
+	<-gate.Started()
+	cancel()
+	err := <-errc
+	gate.Release()
+	require.ErrorIs(t, err, context.Canceled)
+	requireEmptyCache(t, c)
+}

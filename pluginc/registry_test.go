@@ -1,6 +1,8 @@
 package pluginc
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -44,9 +46,21 @@ func startRegistry(t testing.TB, padding int64, versions []string, opts ...testr
 		f.zips[v] = zp
 		require.NoError(t, srv.AddFile(testprovider.Namespace, testprovider.Type, v, testprovider.Platform, zp))
 		srv.MustAdd(t, testregistry.Package{Namespace: testprovider.Namespace, Type: testprovider.Type, Version: v,
-			Platform: otherPlatform(), Zip: []byte("stand-in package " + v)})
+			Platform: otherPlatform(), Zip: standIn(t, v)})
 	}
 	return f
+}
+
+// standIn is a small package for otherPlatform: a zip holding a text file.
+func standIn(t testing.TB, v string) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.Create(testprovider.ExecutableName(v))
+	require.NoError(t, err)
+	_, err = w.Write([]byte("stand-in provider " + v + "\n"))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return buf.Bytes()
 }
 
 func (f *registryFixture) key(v string) string {
@@ -77,7 +91,7 @@ func TestRegistryEnsure(t *testing.T) {
 	require.Equal(t, "1.1.0", pkgs[0].Version)
 	h1, err := dirhash.HashZip(f.zips["1.1.0"], dirhash.Hash1)
 	require.NoError(t, err)
-	want := []string{h1, sha256File(t, f.zips["1.1.0"]), "zh:" + sha256Hex([]byte("stand-in package 1.1.0"))}
+	want := []string{h1, sha256File(t, f.zips["1.1.0"]), "zh:" + sha256Hex(standIn(t, "1.1.0"))}
 	slices.Sort(want)
 	require.Equal(t, want, pkgs[0].Hashes, "h1: of the package and zh: of every platform")
 	require.Equal(t, 1, f.srv.Downloads(f.key("1.1.0")))
@@ -195,4 +209,27 @@ func TestSourcesInOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "1.1.0", pkgs[0].Version)
 	require.Equal(t, 1, f.srv.Downloads(f.key("1.1.0")))
+}
+
+func TestRegistryPlatforms(t *testing.T) {
+	f := startRegistry(t, 0, []string{"1.0.0"})
+	c := f.open(t, t.TempDir(), WithPlatforms(testprovider.Platform, otherPlatform()))
+	pkgs, err := c.Ensure(context.Background(), Requirement{Provider: f.p})
+	require.NoError(t, err)
+	require.Len(t, pkgs, 2)
+	require.Equal(t, testprovider.Platform, pkgs[0].Platform)
+	require.Equal(t, otherPlatform(), pkgs[1].Platform)
+	h1Here, err := dirhash.HashZip(f.zips["1.0.0"], dirhash.Hash1)
+	require.NoError(t, err)
+	h1There, err := hashDir(pkgs[1].Dir)
+	require.NoError(t, err)
+	lock := string(LockFile(pkgs))
+	for _, h := range []string{h1Here, h1There, sha256File(t, f.zips["1.0.0"]), "zh:" + sha256Hex(standIn(t, "1.0.0"))} {
+		require.Contains(t, lock, `"`+h+`",`)
+	}
+	require.Equal(t, 1, f.srv.Downloads(f.key("1.0.0")))
+	require.Equal(t, 2, f.srv.TotalDownloads())
+
+	_, err = Open(t.TempDir(), WithPlatforms("linux"))
+	require.ErrorIs(t, err, ErrInvalidPlatform)
 }
