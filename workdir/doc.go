@@ -47,5 +47,11 @@
 // Source files named terraform.tfstate*, *.tfplan, .terraform.lock.hcl (other
 // than the component's own), and directories named .terraform, .git and
 // terraform.tfstate.d are not part of the source set. Symlinks to files are
-// materialized as their content; symlinks to directories are skipped.
+// materialized as their content. Symlinks to directories inside the source
+// set are skipped; a symlinked component or module directory itself is
+// followed.
+//
+// Durability: the files of a build are flushed with one syncfs(2) (sync(2)
+// outside Linux) before the complete stamp is written, so a power loss
+// cannot leave a complete stamp over missing data either.
 package workdir

@@ -18,7 +18,7 @@ const (
 // different (stack, instance) pair.
 //
 // It has the form SLUG(stack) "__" SLUG(instance) "-" HASH, for example
-// "plat-ue2-dev__elasticache_redis-cluster-7-3a1f09c2b4de". SLUG keeps
+// "plat-ue2-dev__elasticache_redis-cluster-7-ad298ab5d694". SLUG keeps
 // ASCII letters, digits, '-' and '_', turns '/' into '_' and everything else
 // into '-', and is cut at 48 bytes; HASH is the first 12 hex digits of the
 // SHA-256 of the exact pair, so "a/b" and "a-b" never collide. The result

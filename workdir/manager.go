@@ -39,6 +39,11 @@ type Spec struct {
 
 // Workdir is a prepared instance working directory. It holds the instance
 // lock until Close.
+//
+// Dir can differ between two Prepares of one instance: when the component
+// starts (or stops) calling a local module outside its own directory, the
+// layout grows (or shrinks) and the component moves inside it, taking its
+// instance-owned files along. Always run terraform in the Dir just returned.
 type Workdir struct {
 	ID       string // see ID
 	Dir      string // where to run terraform: the component inside the materialized layout

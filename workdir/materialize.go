@@ -48,7 +48,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	hash := setHash(lay.component, lay.dirs, ents)
 	if !cold {
 		m.log.InfoContext(ctx, "refreshing workdir", "id", id, "source", source)
-		return m.build(home, true, old, source, lay, ents, hash, files)
+		return m.build(ctx, home, true, old, source, lay, ents, hash, files)
 	}
 
 	m.log.InfoContext(ctx, "creating workdir", "id", id, "source", source, "files", len(ents))
@@ -59,7 +59,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	if err != nil {
 		return nil, err
 	}
-	st, err := m.build(tmp, false, nil, source, lay, ents, hash, files)
+	st, err := m.build(ctx, tmp, false, nil, source, lay, ents, hash, files)
 	if err == nil {
 		err = os.Rename(tmp, home)
 	}
@@ -119,7 +119,7 @@ func genPaths(component string, files []genFile) []string {
 // build brings home up to date with the source set. In place, it first
 // writes an incomplete stamp listing every file it may touch, so a build
 // killed at any point is finished by the next one.
-func (m *Manager) build(home string, inPlace bool, old *stamp, source string, lay layout, ents []entry, hash string, files []genFile) (*stamp, error) {
+func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *stamp, source string, lay layout, ents []entry, hash string, files []genFile) (*stamp, error) {
 	src := filepath.Join(home, srcDir)
 	if err := os.MkdirAll(filepath.Join(home, metaDir, dataDir), 0o755); err != nil {
 		return nil, err
@@ -196,6 +196,9 @@ func (m *Manager) build(home string, inPlace bool, old *stamp, source string, la
 	for _, e := range ents {
 		if !keep[e.rel] || isGen[e.rel] {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err // the stamp stays incomplete; the next Prepare finishes
 		}
 		dst := filepath.Join(src, filepath.FromSlash(e.rel))
 		if inPlace && sameFile(dst, e) {

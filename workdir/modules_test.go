@@ -92,3 +92,16 @@ func dirNames(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// A symlinked component dir (or module dir) is read through the link and
+// laid out at the link's position.
+func TestSymlinkedSource(t *testing.T) {
+	base := t.TempDir()
+	writeTree(t, base, repo)
+	link := filepath.Join(t.TempDir(), "elasticache-link")
+	require.NoError(t, os.Symlink(filepath.Join(base, "components", "elasticache"), link))
+	writeTree(t, base, map[string]string{"components/elasticache/main.tf": `resource "terraform_data" "x" {}`})
+	m := newManager(t)
+	w := prepare(t, m, Spec{Stack: "s", Instance: "i", Source: link})
+	require.Equal(t, map[string]string{"main.tf": `resource "terraform_data" "x" {}`}, regularFiles(t, w.Dir))
+}

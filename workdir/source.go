@@ -49,12 +49,18 @@ func collect(base string, dirs []string, skip string) ([]entry, error) {
 	var out []entry
 	for _, d := range dirs {
 		top := filepath.Join(base, filepath.FromSlash(d))
-		err := filepath.WalkDir(top, func(p string, de fs.DirEntry, err error) error {
+		// WalkDir does not follow a symlinked top; the layout keeps the
+		// link's own position.
+		real, err := filepath.EvalSymlinks(top)
+		if err != nil {
+			return nil, fmt.Errorf("read source %s: %w", top, err)
+		}
+		err = filepath.WalkDir(real, func(p string, de fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
 			if de.IsDir() {
-				if p != top && skipDir(de.Name()) || p == skip {
+				if p != real && skipDir(de.Name()) || p == skip {
 					return filepath.SkipDir
 				}
 				return nil
@@ -62,11 +68,11 @@ func collect(base string, dirs []string, skip string) ([]entry, error) {
 			if instanceOwned(de.Name()) {
 				return nil
 			}
-			rel, err := filepath.Rel(base, p)
+			r, err := filepath.Rel(real, p)
 			if err != nil {
 				return err
 			}
-			rel = filepath.ToSlash(rel)
+			rel := path.Join(d, filepath.ToSlash(r))
 			if seen[rel] {
 				return nil
 			}
