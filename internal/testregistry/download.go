@@ -37,6 +37,12 @@ func (g *Gate) Started() <-chan struct{} { return g.started }
 func (g *Gate) Release() { g.relOnce.Do(func() { close(g.release) }) }
 
 func (s *Server) serveZip(w http.ResponseWriter, r *http.Request, p Package) {
+	if r.Method == http.MethodHead {
+		// Terraform probes with HEAD before it downloads: not a download.
+		w.Header().Set("Content-Type", "application/zip")
+		w.Header().Set("Content-Length", strconv.Itoa(len(p.Zip)))
+		return
+	}
 	s.mu.Lock()
 	s.downloads[p.Key()]++
 	s.mu.Unlock()

@@ -3,7 +3,6 @@ package testregistry
 import (
 	"bytes"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -21,9 +20,6 @@ import (
 // DefaultHost is the host name the server presents unless WithHost says
 // otherwise. It is the test provider's registry host.
 const DefaultHost = "registry.tfisolate.test"
-
-// ErrBadPackage is returned by Add for a package it cannot serve.
-var ErrBadPackage = errors.New("testregistry: bad package")
 
 // Package is one provider package the server offers.
 type Package struct {
@@ -141,6 +137,11 @@ func (s *Server) URL() string { return "https://" + s.host }
 // MirrorURL returns the network mirror's base URL.
 func (s *Server) MirrorURL() string { return "https://" + s.host + "/" }
 
+// LoopbackURL returns https://IP:PORT/, the network mirror's base for
+// clients that cannot resolve Host (terraform itself, given the CA through
+// SSL_CERT_FILE). The certificate is valid for the loopback IPs too.
+func (s *Server) LoopbackURL() string { return "https://" + s.Addr() + "/" }
+
 // ArmoredPublicKey returns the registry's signing key.
 func (s *Server) ArmoredPublicKey() string { return s.keys.armored }
 
@@ -187,8 +188,8 @@ func (s *Server) SetThrottle(bytesPerSec int64) { s.throttle.Store(bytesPerSec) 
 // Requests returns the number of requests served so far.
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
-// Downloads returns how many times the package with the given Key was
-// requested (including failed and faulty attempts).
+// Downloads returns how many GET requests the package with the given Key
+// got, failed and faulty ones included (HEAD probes are not counted).
 func (s *Server) Downloads(key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
