@@ -1,6 +1,7 @@
 package workdir
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -70,4 +71,32 @@ func mustID(t *testing.T, s Spec) string {
 	id, err := ID(s.Stack, s.Instance)
 	require.NoError(t, err)
 	return id
+}
+
+// A refresh whose context is cancelled half-way returns the context error,
+// releases the lock, and the next Prepare finishes the job.
+func TestCanceledRefreshIsFinishedLater(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, sourceFiles("v1", 10))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	m := newManager(t, withHook(func(string) {
+		if n++; n == 13 { // 10 files in the cold build, then 3 into the refresh
+			cancel()
+		}
+	}))
+	s := Spec{Stack: "s", Instance: "i", Source: src}
+	w, err := m.Prepare(ctx, s)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+
+	v2 := sourceFiles("v2", 10)
+	writeTree(t, src, v2)
+	_, err = m.Prepare(ctx, s)
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, readStamp(w.Home).Complete)
+
+	w = prepare(t, m, s) // the lock was released, the stamp says "redo"
+	require.Equal(t, v2, regularFiles(t, w.Dir))
 }
