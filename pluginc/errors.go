@@ -43,6 +43,7 @@ type InstallError struct {
 	Err      error
 }
 
+// Error names the package, the URL and the cause.
 func (e *InstallError) Error() string {
 	s := fmt.Sprintf("install provider %s %s for %s", e.Provider, e.Version, e.Platform)
 	if e.URL != "" {

@@ -1,6 +1,8 @@
 package pluginc
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -58,4 +60,25 @@ func TestParseLockFileErrors(t *testing.T) {
 		_, err := ParseLockFile([]byte(src))
 		require.ErrorIs(t, err, ErrInvalidLockFile, name)
 	}
+}
+
+func TestCLIConfig(t *testing.T) {
+	c, err := Open(t.TempDir(), WithSource(FilesystemMirror(t.TempDir())))
+	require.NoError(t, err)
+	require.Equal(t, "provider_installation {\n  direct {\n  }\n}\n", string(c.CLIConfig()))
+	require.NotContains(t, string(c.CLIConfig()), "plugin_cache_dir")
+
+	// A complete package in the cache turns it into a mirror for that provider only.
+	p := Provider{Hostname: "example.test", Namespace: "acme", Type: "demo"}
+	require.NoError(t, os.MkdirAll(filepath.Join(c.Dir(), p.Hostname, p.Namespace, p.Type, "1.0.0", "linux_amd64"), 0o755))
+	want := "provider_installation {\n" +
+		"  filesystem_mirror {\n" +
+		"    path    = \"" + filepath.ToSlash(c.Dir()) + "\"\n" +
+		"    include = [\"example.test/acme/demo\"]\n" +
+		"  }\n" +
+		"  direct {\n" +
+		"    exclude = [\"example.test/acme/demo\"]\n" +
+		"  }\n" +
+		"}\n"
+	require.Equal(t, want, string(c.CLIConfig()))
 }

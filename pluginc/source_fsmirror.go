@@ -18,6 +18,7 @@ func FilesystemMirror(dir string) Source { return fsMirror{dir: dir} }
 
 type fsMirror struct{ dir string }
 
+// String names the mirror directory.
 func (m fsMirror) String() string { return "filesystem mirror " + m.dir }
 
 func (m fsMirror) pkgDir(p Provider) string {

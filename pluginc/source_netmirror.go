@@ -22,6 +22,7 @@ func NetworkMirror(baseURL string) Source { return netMirror{base: baseURL} }
 
 type netMirror struct{ base string }
 
+// String names the mirror URL.
 func (m netMirror) String() string { return "network mirror " + m.base }
 
 func (m netMirror) url(p Provider, file string) (*url.URL, error) {

@@ -30,6 +30,7 @@ type registry struct {
 	bases map[string]*url.URL // discovered providers.v1 base per host
 }
 
+// String names the protocol; the host comes from each provider address.
 func (r *registry) String() string { return "provider registry" }
 
 // token returns the TF_TOKEN_ credential for host, if any.
