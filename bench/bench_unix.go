@@ -1,0 +1,112 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/tfisolate/tfisolate/internal/demo"
+	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/tfbin"
+)
+
+// env is what every part of a bench run shares.
+type env struct {
+	o      *options
+	tf     string // terraform
+	infra  string // root of the demo tree (component + modules)
+	source string // the component dir inside infra
+	prov   *demo.Provider
+	log    io.Writer // progress, on stderr
+}
+
+// bench sets up terraform, the demo tree and the loopback registry, then
+// prints the comparison and the scaling table.
+func bench(ctx context.Context, o *options, stdout io.Writer) error {
+	e := &env{o: o, log: o.progressDest}
+	var err error
+	if e.tf, err = tfbin.Find(ctx, filepath.Join(o.root, "terraform")); err != nil {
+		return fmt.Errorf("terraform is not on PATH and could not be installed (%v): install Terraform 1.5 or newer and put it on PATH", err)
+	}
+	e.infra = filepath.Join(o.root, "infra")
+	if e.source, err = demo.WriteInfra(e.infra); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.log, "bench: building/serving the test provider from %s\n", o.providerDir)
+	if e.prov, err = demo.ServeProvider(o.providerDir, o.padding, testregistry.WithThrottle(o.throttle)); err != nil {
+		return fmt.Errorf("serve the provider locally: %w", err)
+	}
+	defer e.prov.Close()
+
+	var md bytes.Buffer
+	out := io.MultiWriter(stdout, &md)
+	fmt.Fprintf(out, "# tfisolate bench\n\n%s\n", e.describe(ctx))
+
+	var errs []error
+	if cmp := o.comparison(); len(cmp) > 0 {
+		if err := e.compare(ctx, out, cmp); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(o.scale) > 0 && ctx.Err() == nil {
+		if err := e.scaling(ctx, out); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.markdown != "" {
+		if err := os.WriteFile(o.markdown, md.Bytes(), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("-markdown: %w", err))
+		}
+	}
+	if len(errs) > 0 {
+		return joinErrs(errs)
+	}
+	return ctx.Err()
+}
+
+// describe is the setup paragraph every table is read against.
+func (e *env) describe(ctx context.Context) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "- machine: %s/%s, %d CPUs, load average before: %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), loadAvg())
+	fmt.Fprintf(&b, "- terraform: %s (%s)\n", terraformVersion(ctx, e.tf), e.tf)
+	throttle := "unthrottled"
+	if e.o.throttle > 0 {
+		throttle = fmt.Sprintf("throttled to %s/s per download", mib(e.o.throttle))
+	}
+	fmt.Fprintf(&b, "- provider: test provider, %s per package, served by a loopback HTTPS registry/network mirror, %s\n", mib(e.prov.Binary.Size), throttle)
+	fmt.Fprintf(&b, "- scenario: instances elasticache/redis-cluster-1..N of one component (a local module, one provider resource, a provisioner sleeping %s), local state, `terraform init` + `apply`\n", e.o.latency)
+	return b.String()
+}
+
+func terraformVersion(ctx context.Context, tf string) string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := commandOutput(ctx, tf, "version")
+	if err != nil {
+		return "unknown version"
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return first
+}
+
+// loadAvg is /proc/loadavg's first three fields, or "n/a" where there is
+// none: the figures are only as good as the machine was quiet.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "n/a"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "n/a"
+	}
+	return strings.Join(f[:3], " ")
+}

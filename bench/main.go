@@ -1,0 +1,190 @@
+// Command bench puts tfisolate's runner beside today's ways of running many
+// Terraform instances, on the same instances and the same loopback
+// registry, and prints the outcome as markdown tables:
+//
+//   - a comparison: naive parallel runs in one shared dir, per-process
+//     TF_DATA_DIR, TF_DATA_DIR + plugin cache + serial pre-init, sequential
+//     runs and tfisolate, each first with empty caches (cold), then again
+//     with the caches the first pass filled (warm);
+//   - a scaling table: N units whose apply waits -latency, at several
+//     parallelisms, wall time against the ideal ceil(N/p) x latency and the
+//     SDK's own time per unit outside terraform.
+//
+// Everything is offline: the test provider is built once (kept in
+// -provider-dir), padded to a realistic size and served by a throttled
+// loopback HTTPS registry. Run it with `go run ./bench -n 12`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// Names of the comparison's approaches, as -skip takes them.
+const (
+	nameShared     = "shared"
+	nameDataDir    = "datadir"
+	namePreinit    = "preinit"
+	nameSequential = "sequential"
+	nameTfisolate  = "tfisolate"
+	nameCold       = "cold"
+	nameWarm       = "warm"
+)
+
+var skippable = []string{nameShared, nameDataDir, namePreinit, nameSequential, nameTfisolate, nameCold, nameWarm}
+
+type options struct {
+	n            int
+	parallelism  int
+	scale        []int
+	scalePar     []int
+	latency      time.Duration
+	throttle     int64
+	padding      int64
+	skip         map[string]bool
+	root         string
+	keep         bool
+	markdown     string
+	providerDir  string
+	progressDest io.Writer
+}
+
+func (o *options) skipped(name string) bool { return o.skip[name] }
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{skip: map[string]bool{}, progressDest: stderr}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.n, "n", 12, "instances in the comparison")
+	fs.IntVar(&o.parallelism, "parallelism", 0, "tfisolate's parallelism in the comparison (default: n, like the naive parallel runs)")
+	scale := fs.String("scale", "12,48,100", `unit counts of the scaling table ("" or "none": no scaling table)`)
+	scalePar := fs.String("scale-parallelism", "8,16,32", "parallelisms of the scaling table")
+	fs.DurationVar(&o.latency, "latency", 2*time.Second, "simulated cloud latency of one apply (a sleeping provisioner)")
+	fs.Int64Var(&o.throttle, "throttle", 20<<20, "download speed of the loopback registry in bytes/s (0: unlimited)")
+	fs.Int64Var(&o.padding, "provider-size", 24<<20, "bytes of padding added to the served provider binary")
+	skip := fs.String("skip", "", "comma-separated parts of the comparison to skip: "+strings.Join(skippable, ", "))
+	fs.StringVar(&o.root, "root", "", "where the scratch directory is made (default: the temp dir); it is removed at the end unless -keep")
+	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
+	fs.StringVar(&o.markdown, "markdown", "", "also write the tables to this file")
+	fs.StringVar(&o.providerDir, "provider-dir", "", "where the test provider is built and kept between runs (default: the user cache dir)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.n < 1 {
+		return nil, fmt.Errorf("-n %d: want at least 1", o.n)
+	}
+	if o.parallelism == 0 {
+		o.parallelism = o.n
+	}
+	if o.parallelism < 1 {
+		return nil, fmt.Errorf("-parallelism %d: want at least 1", o.parallelism)
+	}
+	var err error
+	if o.scale, err = parseInts("-scale", *scale); err != nil {
+		return nil, err
+	}
+	if o.scalePar, err = parseInts("-scale-parallelism", *scalePar); err != nil {
+		return nil, err
+	}
+	if len(o.scale) > 0 && len(o.scalePar) == 0 {
+		return nil, errors.New("-scale-parallelism: want at least one parallelism when -scale is set")
+	}
+	if o.latency < 0 {
+		return nil, fmt.Errorf("-latency %s: want zero or more", o.latency)
+	}
+	if o.throttle < 0 || o.padding < 0 {
+		return nil, fmt.Errorf("-throttle %d, -provider-size %d: want zero or more", o.throttle, o.padding)
+	}
+	for _, s := range strings.Split(*skip, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(skippable, s) {
+			return nil, fmt.Errorf("-skip %q: want some of %s", s, strings.Join(skippable, ", "))
+		}
+		o.skip[s] = true
+	}
+	if o.providerDir == "" {
+		c, err := os.UserCacheDir()
+		if err != nil {
+			return nil, fmt.Errorf("no -provider-dir given and no user cache dir: %w", err)
+		}
+		o.providerDir = filepath.Join(c, "tfisolate", "bench", "provider")
+	}
+	if o.providerDir, err = filepath.Abs(o.providerDir); err != nil {
+		return nil, fmt.Errorf("-provider-dir: %w", err)
+	}
+	if o.root != "" {
+		if o.root, err = filepath.Abs(o.root); err != nil {
+			return nil, fmt.Errorf("-root %q: %w", o.root, err)
+		}
+	}
+	return o, nil
+}
+
+// parseInts parses "12,48,100"; "" and "none" mean no values.
+func parseInts(flagName, s string) ([]int, error) {
+	if s = strings.TrimSpace(s); s == "" || s == "none" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("%s %q: want comma-separated numbers of at least 1", flagName, s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
+	o, err := parseFlags(args, os.Stderr)
+	if err != nil {
+		return err
+	}
+	// The scratch dir is always new, under -root when given, so a run
+	// never meets a previous run's state or caches.
+	if o.root != "" {
+		if err := os.MkdirAll(o.root, 0o755); err != nil {
+			return fmt.Errorf("-root: %w", err)
+		}
+	}
+	if o.root, err = os.MkdirTemp(o.root, "tfisolate-bench-"); err != nil {
+		return fmt.Errorf("create scratch dir: %w", err)
+	}
+	defer func() {
+		if o.keep {
+			fmt.Fprintf(o.progressDest, "bench: kept %s\n", o.root)
+			return
+		}
+		err = errors.Join(err, os.RemoveAll(o.root))
+	}()
+	return bench(ctx, o, stdout)
+}

@@ -1,0 +1,167 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tfisolate/tfisolate/internal/demo"
+	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/pluginc"
+	"github.com/tfisolate/tfisolate/runner"
+	"github.com/tfisolate/tfisolate/workdir"
+)
+
+// scalePoint is one (N, parallelism) run of the scaling table.
+type scalePoint struct {
+	n, p      int
+	ok        int
+	wall      time.Duration
+	ideal     time.Duration
+	unitTotal time.Duration // sum of the units' Result.Duration
+	inTF      time.Duration // sum of the terraform processes' lifetimes
+	calls     int           // terraform processes
+	downloads int
+}
+
+// overhead is the SDK's mean time per unit outside terraform: the units'
+// summed durations minus the time their terraform processes ran, minus
+// what the timing wrapper itself added to each process start.
+func (s scalePoint) overhead(wrapperCost time.Duration) time.Duration {
+	return (s.unitTotal - s.inTF - time.Duration(s.calls)*wrapperCost) / time.Duration(s.n)
+}
+
+// scaling applies N fresh units at each parallelism with a warm provider
+// cache and prints wall time against the ideal and the SDK's overhead.
+func (e *env) scaling(ctx context.Context, out io.Writer) error {
+	dir := filepath.Join(e.o.root, "scale")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cache, err := e.prov.OpenCache(filepath.Join(dir, "plugin-cache"))
+	if err != nil {
+		return err
+	}
+	// The table is about running units, not downloading: fill the cache
+	// first, as any earlier run would have.
+	prov, err := pluginc.ParseProvider(testprovider.Source)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.log, "bench: scaling: filling the provider cache\n")
+	if _, err := cache.Ensure(ctx, pluginc.Requirement{Provider: prov, Constraints: "~> 1.0"}); err != nil {
+		return fmt.Errorf("fill the provider cache: %w", err)
+	}
+	cost, err := calibrate(ctx, dir)
+	if err != nil {
+		return err
+	}
+
+	var points []scalePoint
+	for _, n := range e.o.scale {
+		for _, p := range e.o.scalePar {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.log, "bench: scaling: %d units at parallelism %d...\n", n, p)
+			pt, err := e.scalePoint(ctx, filepath.Join(dir, fmt.Sprintf("n%d-p%d", n, p)), cache, n, p)
+			if err != nil {
+				return fmt.Errorf("scaling, %d units at parallelism %d: %w", n, p, err)
+			}
+			fmt.Fprintf(e.log, "bench:   %d/%d succeeded in %s (ideal %s)\n", pt.ok, pt.n, secs(pt.wall), secs(pt.ideal))
+			points = append(points, pt)
+		}
+	}
+
+	fmt.Fprintf(out, "\n## Scaling: tfisolate runner, units whose apply waits %s\n\n", e.o.latency)
+	t := [][]string{{"units", "parallelism", "succeeded", "wall", "ideal", "wall / ideal", "in terraform per unit", "SDK overhead per unit", "terraform processes per unit", "downloads"}}
+	for _, pt := range points {
+		t = append(t, []string{
+			fmt.Sprint(pt.n),
+			fmt.Sprint(pt.p),
+			fmt.Sprintf("%d/%d", pt.ok, pt.n),
+			secs(pt.wall),
+			secs(pt.ideal),
+			ratio(pt.wall, pt.ideal),
+			secs(pt.inTF / time.Duration(pt.n)),
+			millis(pt.overhead(cost)),
+			fmt.Sprintf("%.1f", float64(pt.calls)/float64(pt.n)),
+			fmt.Sprint(pt.downloads),
+		})
+	}
+	writeTable(out, t, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+	fmt.Fprintf(out, `
+How to read it: every run starts from fresh workdirs (new state) with a
+provider cache that already holds the provider. *ideal* is ceil(units /
+parallelism) x %s: only the simulated cloud latency, as if terraform and
+the SDK took no time. *in terraform per unit* is the mean lifetime of the
+unit's terraform processes (version check, init, apply; the %s sleep
+included). *SDK overhead per unit* is the mean of (unit duration - time
+inside its terraform processes): workdir preparation and locking, provider
+setup from the cache, lock file, process start and output handling. It is
+measured by pointing the runner at a wrapper script that logs each
+terraform process's start and end; the wrapper's own cost (%s per process,
+a wrapped `+"`true`"+` against a plain one) is taken off. On a machine with
+few cores, terraform's CPU-bound init competes for them, which shows as
+time in terraform, not as SDK overhead.
+`, e.o.latency, e.o.latency, millis(cost))
+	return nil
+}
+
+func (e *env) scalePoint(ctx context.Context, dir string, cache *pluginc.Cache, n, p int) (scalePoint, error) {
+	pt := scalePoint{n: n, p: p, ideal: time.Duration((n+p-1)/p) * e.o.latency}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return pt, err
+	}
+	if !e.o.keep {
+		defer os.RemoveAll(dir)
+	}
+	wrap, err := newWrapper(dir, "terraform", e.tf)
+	if err != nil {
+		return pt, err
+	}
+	wds, err := workdir.New(filepath.Join(dir, "workdirs"))
+	if err != nil {
+		return pt, err
+	}
+	rn, err := runner.New(
+		runner.WithWorkdirs(wds),
+		runner.WithPluginCache(cache),
+		runner.WithTerraform(wrap.path),
+		runner.WithParallelism(p),
+	)
+	if err != nil {
+		return pt, err
+	}
+	units := demo.Units(e.source, n, e.o.latency)
+	d0 := e.prov.Downloads()
+	start := time.Now()
+	rep, err := rn.Run(ctx, runner.Apply, units...)
+	pt.wall = time.Since(start)
+	if rep == nil {
+		return pt, err
+	}
+	pt.downloads = e.prov.Downloads() - d0
+	for _, r := range rep.Results {
+		if r.Status == runner.Succeeded {
+			pt.ok++
+		} else {
+			fmt.Fprintf(e.log, "bench:   %s %s: %v\n", r.Unit, r.Status, r.Err)
+		}
+		pt.unitTotal += r.Duration
+	}
+	calls, err := wrap.calls()
+	if err != nil {
+		return pt, err
+	}
+	for _, c := range calls {
+		pt.inTF += c.end.Sub(c.start)
+	}
+	pt.calls = len(calls)
+	return pt, ctx.Err()
+}
