@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tfisolate/tfisolate/internal/demo"
+	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/pluginc"
+	"github.com/tfisolate/tfisolate/runner"
+	"github.com/tfisolate/tfisolate/workdir"
+)
+
+// workerEnv carries a worker's config (JSON). Its presence is what makes a
+// process a worker, both for this binary and for the test binary (its
+// TestMain looks for it), so no flag has to get past the test flags.
+const workerEnv = "TFISOLATE_EXAMPLE_MULTIPROCESS_WORKER"
+
+// workerConfig is everything a worker needs from the parent.
+type workerConfig struct {
+	Process      int           `json:"process"`
+	Terraform    string        `json:"terraform"`
+	Source       string        `json:"source"`
+	Workdirs     string        `json:"workdirs"`
+	Cache        string        `json:"cache"`
+	LogDir       string        `json:"log_dir"`
+	RegistryHost string        `json:"registry_host"`
+	RegistryAddr string        `json:"registry_addr"`
+	CAFile       string        `json:"ca_file"`
+	Instances    []int         `json:"instances"`
+	Latency      time.Duration `json:"latency"`
+	Parallelism  int           `json:"parallelism"`
+}
+
+// procResult is what a worker reports on stdout, as its last line.
+type procResult struct {
+	Process int           `json:"process"`
+	PID     int           `json:"pid"`
+	Units   []unitResult  `json:"units"`
+	Cache   pluginc.Stats `json:"cache"`
+	Error   string        `json:"error,omitempty"`
+}
+
+// unitResult is one instance's outcome in one process. Locked and Applied
+// are when the unit got its workdir (instance lock held) and when terraform
+// apply began: both happen while the lock is held, so for one instance the
+// [Locked, Applied] spans of different processes never overlap.
+type unitResult struct {
+	Instance string    `json:"instance"`
+	Status   string    `json:"status"`
+	Error    string    `json:"error,omitempty"`
+	Seconds  float64   `json:"duration_seconds"`
+	LockWait float64   `json:"lock_wait_seconds"`
+	Locked   time.Time `json:"locked"`
+	Applied  time.Time `json:"applied"`
+	Log      string    `json:"log"`
+}
+
+// worker applies its instances with the shared cache and workdir root,
+// writing progress to stderr and its result as one JSON line to stdout.
+func worker(ctx context.Context, cfgJSON string, stdout, stderr io.Writer) error {
+	var cfg workerConfig
+	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
+		return fmt.Errorf("worker config in %s: %w", workerEnv, err)
+	}
+	res, err := applyInstances(ctx, cfg, stderr)
+	if err != nil {
+		res.Error = err.Error()
+	}
+	if jerr := json.NewEncoder(stdout).Encode(res); jerr != nil {
+		return jerr
+	}
+	return err
+}
+
+func applyInstances(ctx context.Context, cfg workerConfig, stderr io.Writer) (*procResult, error) {
+	res := &procResult{Process: cfg.Process, PID: os.Getpid()}
+	log := slog.New(&shownHandler{slog.NewTextHandler(stderr, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})})
+	ca, err := os.ReadFile(cfg.CAFile)
+	if err != nil {
+		return res, fmt.Errorf("registry CA: %w", err)
+	}
+	hc, err := testregistry.NewClient(cfg.RegistryHost, cfg.RegistryAddr, ca)
+	if err != nil {
+		return res, err
+	}
+	cache, err := pluginc.Open(cfg.Cache, pluginc.WithSource(pluginc.Registry()), pluginc.WithHTTPClient(hc), pluginc.WithLogger(log))
+	if err != nil {
+		return res, err
+	}
+	wds, err := workdir.New(cfg.Workdirs, workdir.WithLogger(log))
+	if err != nil {
+		return res, err
+	}
+
+	var mu sync.Mutex
+	locked := map[string]time.Time{}
+	applied := map[string]time.Time{}
+	events := func(ev runner.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev.Phase {
+		case runner.PhasePrepare:
+			fmt.Fprintf(stderr, "start %s\n", ev.Unit)
+		case runner.PhaseInit:
+			locked[ev.Unit] = ev.Time
+		case runner.PhaseApply:
+			applied[ev.Unit] = ev.Time
+		case runner.PhaseDone:
+			fmt.Fprintf(stderr, "end   %s %s\n", ev.Unit, ev.Status)
+		}
+	}
+	r, err := runner.New(
+		runner.WithWorkdirs(wds),
+		runner.WithPluginCache(cache),
+		runner.WithTerraform(cfg.Terraform),
+		runner.WithParallelism(cfg.Parallelism),
+		runner.WithLogDir(cfg.LogDir),
+		runner.WithEvents(events),
+		runner.WithLogger(log),
+	)
+	if err != nil {
+		return res, err
+	}
+	units := make([]runner.Unit, len(cfg.Instances))
+	for k, i := range cfg.Instances {
+		units[k] = runner.Unit{ID: demo.Instance(i), Workdir: workdir.Spec{
+			Stack: demo.Stack, Instance: demo.Instance(i), Source: cfg.Source, Files: demo.Files(i, cfg.Latency),
+		}}
+	}
+	rep, runErr := r.Run(ctx, runner.Apply, units...)
+	res.Cache = cache.Stats()
+	if rep == nil {
+		return res, runErr
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, u := range rep.Results {
+		ur := unitResult{Instance: u.Unit, Status: u.Status.String(), Seconds: u.Duration.Seconds(),
+			LockWait: u.LockWait.Seconds(), Locked: locked[u.Unit], Applied: applied[u.Unit], Log: u.Log}
+		if u.Err != nil {
+			ur.Error = u.Err.Error()
+		}
+		res.Units = append(res.Units, ur)
+	}
+	return res, runErr
+}
+
+// shownHandler passes on only the records this example is about: lock
+// waits and the provider download, as they happen.
+type shownHandler struct{ slog.Handler }
+
+var shown = map[string]bool{
+	"waiting for instance lock": true,
+	"downloading provider":      true,
+	"installed provider":        true,
+}
+
+func (h *shownHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !shown[r.Message] {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *shownHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &shownHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h *shownHandler) WithGroup(name string) slog.Handler {
+	return &shownHandler{h.Handler.WithGroup(name)}
+}
