@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -29,6 +30,10 @@ type Requirement struct {
 	// used as is (it must satisfy Constraints), so a warm cache answers
 	// without touching the network.
 	Locked string
+	// LockedHashes, when set, are the lock file's hashes for Locked; a
+	// package matching none of them is refused (ErrChecksum), as
+	// terraform init refuses it.
+	LockedHashes []string
 }
 
 // Package is one installed provider package.
@@ -39,6 +44,25 @@ type Package struct {
 	Dir         string   // the unpacked package inside the cache
 	Hashes      []string // lock file hashes: h1: of this package, zh: of all platforms when signed
 	Constraints string   // the requirement's constraints in canonical form, for LockFile
+
+	zipHash string // zh: of the zip this package came from, if known
+}
+
+// matches reports whether the package is one of the locked hashes: its own
+// h1: or the zh: of the very zip it came from, as Terraform checks it.
+func (p Package) matches(locked []string) bool {
+	h1 := ""
+	for _, h := range p.Hashes {
+		if strings.HasPrefix(h, "h1:") {
+			h1 = h
+		}
+	}
+	for _, l := range locked {
+		if l == h1 || (p.zipHash != "" && l == p.zipHash) {
+			return true
+		}
+	}
+	return false
 }
 
 // Stats counts what a Cache did since Open.
@@ -182,6 +206,10 @@ func (c *Cache) Ensure(ctx context.Context, reqs ...Requirement) ([]Package, err
 				p, err := c.ensurePackage(gctx, r.Provider, v, plat)
 				if err != nil {
 					return err
+				}
+				if len(r.LockedHashes) > 0 && !p.matches(r.LockedHashes) {
+					return &InstallError{Provider: r.Provider, Version: p.Version, Platform: plat, URL: p.Dir,
+						Err: fmt.Errorf("%w: the package's hashes %s match none recorded in the lock file", ErrChecksum, strings.Join(p.Hashes, ", "))}
 				}
 				p.Constraints = plans[i].cs.String()
 				pkgs[j] = p

@@ -26,6 +26,7 @@ const lockRetry = 10 * time.Millisecond
 // files; it lives outside the package dir so it never changes the h1: hash.
 type meta struct {
 	Hashes []string `json:"hashes"`
+	Zip    string   `json:"zip"` // zh: of the zip it was unpacked from
 	Source string   `json:"source"`
 }
 
@@ -127,7 +128,7 @@ func (c *Cache) lookup(p Provider, v *version.Version, plat string) (Package, bo
 	b, err := os.ReadFile(c.metaPath(p, v, plat))
 	var m meta
 	if err == nil && json.Unmarshal(b, &m) == nil && len(m.Hashes) > 0 {
-		pkg.Hashes = m.Hashes
+		pkg.Hashes, pkg.zipHash = m.Hashes, m.Zip
 		return pkg, true
 	}
 	// The meta file is written before the rename, so this only happens if
@@ -238,7 +239,8 @@ func (c *Cache) download(ctx context.Context, p Provider, v *version.Version, pl
 
 	// Meta first, then the package: whoever sees the package sees its meta.
 	mp := c.metaPath(p, v, plat)
-	mb, _ := json.Marshal(meta{Hashes: hashes, Source: src.String()})
+	zh := "zh:" + f.sha256
+	mb, _ := json.Marshal(meta{Hashes: hashes, Zip: zh, Source: src.String()})
 	if err := os.MkdirAll(filepath.Dir(mp), 0o755); err != nil {
 		return fail(f.url, err)
 	}
@@ -258,7 +260,7 @@ func (c *Cache) download(ctx context.Context, p Provider, v *version.Version, pl
 	c.downloads.Add(1)
 	c.bytes.Add(f.bytes)
 	c.log.Info("installed provider", "provider", p.String(), "version", v.String(), "platform", plat, "dir", final, "bytes", f.bytes)
-	return Package{Provider: p, Version: v.String(), Platform: plat, Dir: final, Hashes: hashes}, nil
+	return Package{Provider: p, Version: v.String(), Platform: plat, Dir: final, Hashes: hashes, zipHash: zh}, nil
 }
 
 // sourceFor returns the first source that lists v.

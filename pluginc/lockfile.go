@@ -112,9 +112,9 @@ type Lock struct {
 }
 
 // Requirement returns a Requirement that honours the lock: the same
-// provider and constraints, pinned to the locked version.
+// provider and constraints, pinned to the locked version and its hashes.
 func (l Lock) Requirement() Requirement {
-	return Requirement{Provider: l.Provider, Constraints: l.Constraints, Locked: l.Version}
+	return Requirement{Provider: l.Provider, Constraints: l.Constraints, Locked: l.Version, LockedHashes: l.Hashes}
 }
 
 type lockFileBody struct {

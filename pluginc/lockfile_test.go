@@ -45,7 +45,7 @@ provider "registry.tfisolate.test/tfisolate/tfitest" {
 		{Provider: b, Version: "0.1.0", Hashes: []string{"h1:q="}},
 		{Provider: a, Version: "1.1.0", Constraints: "~> 1.0", Hashes: []string{"h1:abc=", "h1:xyz=", "zh:aaa", "zh:bbb"}},
 	}, locks)
-	require.Equal(t, Requirement{Provider: a, Constraints: "~> 1.0", Locked: "1.1.0"}, locks[1].Requirement())
+	require.Equal(t, Requirement{Provider: a, Constraints: "~> 1.0", Locked: "1.1.0", LockedHashes: locks[1].Hashes}, locks[1].Requirement())
 }
 
 func TestParseLockFileErrors(t *testing.T) {

@@ -233,3 +233,34 @@ func TestRegistryPlatforms(t *testing.T) {
 	_, err = Open(t.TempDir(), WithPlatforms("linux"))
 	require.ErrorIs(t, err, ErrInvalidPlatform)
 }
+
+func TestLockedHashes(t *testing.T) {
+	f := startRegistry(t, 0, []string{"1.0.0"})
+	c := f.open(t, t.TempDir())
+	ctx := context.Background()
+	pkgs, err := c.Ensure(ctx, Requirement{Provider: f.p})
+	require.NoError(t, err)
+	locks, err := ParseLockFile(LockFile(pkgs))
+	require.NoError(t, err)
+	_, err = c.Ensure(ctx, locks[0].Requirement())
+	require.NoError(t, err, "a package matches its own lock file")
+
+	thisZip := sha256File(t, f.zips["1.0.0"])
+	otherZip := "zh:" + sha256Hex(standIn(t, "1.0.0"))
+	for _, tc := range []struct {
+		locked []string
+		ok     bool
+	}{
+		{[]string{thisZip}, true},
+		{[]string{otherZip}, false}, // another platform's zip is no proof
+		{[]string{"h1:bogus="}, false},
+	} {
+		_, err := c.Ensure(ctx, Requirement{Provider: f.p, Locked: "1.0.0", LockedHashes: tc.locked})
+		if tc.ok {
+			require.NoError(t, err, tc.locked)
+			continue
+		}
+		require.ErrorIs(t, err, ErrChecksum, tc.locked)
+		require.ErrorContains(t, err, "lock file")
+	}
+}

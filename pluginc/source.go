@@ -39,6 +39,7 @@ type fetched struct {
 	lockExtra []string // extra lock file hashes (zh: of every platform)
 	wantH1    []string // h1: hashes the package must match (mirrors)
 	bytes     int64    // bytes transferred
+	sha256    string   // hex SHA-256 of the zip
 }
 
 // fetchEnv is what sources need from the Cache.

@@ -71,6 +71,6 @@ func (m fsMirror) fetch(ctx context.Context, _ *fetchEnv, p Provider, v *version
 	if err != nil {
 		return fetched{url: path}, fmt.Errorf("%w: %v", ErrDownload, err)
 	}
-	n, _, err := copyHashed(ctx, path, dst, f, fi.Size())
-	return fetched{url: path, bytes: n}, err
+	n, sum, err := copyHashed(ctx, path, dst, f, fi.Size())
+	return fetched{url: path, bytes: n, sha256: sum}, err
 }

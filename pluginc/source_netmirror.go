@@ -88,7 +88,7 @@ func (m netMirror) fetch(ctx context.Context, env *fetchEnv, p Provider, v *vers
 	if err != nil {
 		return fetched{url: dl.String(), bytes: n}, err
 	}
-	f := fetched{url: dl.String(), bytes: n}
+	f := fetched{url: dl.String(), bytes: n, sha256: sum}
 	if len(a.Hashes) == 0 {
 		return f, nil
 	}

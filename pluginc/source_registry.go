@@ -205,7 +205,7 @@ func (r *registry) fetch(ctx context.Context, env *fetchEnv, p Provider, v *vers
 	if !strings.EqualFold(got, want) {
 		return fetched{url: dl.String(), bytes: n}, fmt.Errorf("%w: %s has SHA-256 %s, the signed SHA256SUMS says %s", ErrChecksum, d.Filename, got, want)
 	}
-	return fetched{url: dl.String(), bytes: n, lockExtra: zh}, nil
+	return fetched{url: dl.String(), bytes: n, sha256: got, lockExtra: zh}, nil
 }
 
 // checkSignature verifies the detached OpenPGP signature of the SHA256SUMS
