@@ -1,0 +1,124 @@
+package stress
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/tfisolate/tfisolate/internal/demo"
+	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/pluginc"
+	"github.com/tfisolate/tfisolate/runner"
+	"github.com/tfisolate/tfisolate/workdir"
+)
+
+// childConfig tells a runner process what to apply; it travels as JSON in
+// the childEnv variable.
+type childConfig struct {
+	TF, Root, Cache, Source string
+	// The registry the cache downloads from: the parent's loopback server.
+	RegistryHost, RegistryAddr, CAFile string
+	Instances                          []int // demo instance numbers, 1-based
+	Parallelism                        int
+	Latency, LockTimeout               time.Duration
+}
+
+// message is one line a child writes on stdout: a runner event while the
+// run goes on, then its outcome last.
+type message struct {
+	Unit   string       `json:",omitempty"`
+	Phase  string       `json:",omitempty"`
+	Status string       `json:",omitempty"`
+	Err    string       `json:",omitempty"`
+	Done   *childResult `json:",omitempty"`
+}
+
+type childResult struct {
+	Results   []unitResult
+	Downloads int64 // packages this process downloaded (pluginc Stats)
+	RunErr    string
+}
+
+type unitResult struct {
+	Unit, Status, Err, Log string
+	LockWait               time.Duration
+}
+
+func runChild() int {
+	var cfg childConfig
+	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bad child config:", err)
+		return 2
+	}
+	if err := applyAsChild(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func applyAsChild(cfg childConfig) error {
+	ca, err := os.ReadFile(cfg.CAFile)
+	if err != nil {
+		return err
+	}
+	hc, err := testregistry.NewClient(cfg.RegistryHost, cfg.RegistryAddr, ca)
+	if err != nil {
+		return err
+	}
+	cache, err := pluginc.Open(cfg.Cache, pluginc.WithSource(pluginc.Registry()), pluginc.WithHTTPClient(hc))
+	if err != nil {
+		return err
+	}
+	wds, err := workdir.New(cfg.Root)
+	if err != nil {
+		return err
+	}
+	// Each event is one Encode, so one write(2) of one line: the parent
+	// can act on it (and kill us) the moment it arrives.
+	enc := json.NewEncoder(os.Stdout)
+	r, err := runner.New(
+		runner.WithWorkdirs(wds),
+		runner.WithPluginCache(cache),
+		runner.WithTerraform(cfg.TF),
+		runner.WithParallelism(cfg.Parallelism),
+		runner.WithLockTimeout(cfg.LockTimeout),
+		runner.WithEvents(func(e runner.Event) {
+			m := message{Unit: e.Unit, Phase: e.Phase.String(), Status: e.Status.String()}
+			if e.Err != nil {
+				m.Err = e.Err.Error()
+			}
+			_ = enc.Encode(m)
+		}),
+	)
+	if err != nil {
+		return err
+	}
+	units := make([]runner.Unit, len(cfg.Instances))
+	for i, n := range cfg.Instances {
+		units[i] = runner.Unit{Workdir: workdir.Spec{
+			Stack: demo.Stack, Instance: demo.Instance(n), Source: cfg.Source, Files: demo.Files(n, cfg.Latency),
+		}}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	rep, runErr := r.Run(ctx, runner.Apply, units...)
+	res := &childResult{Downloads: cache.Stats().Downloads}
+	if runErr != nil {
+		res.RunErr = runErr.Error()
+	}
+	if rep != nil {
+		for _, u := range rep.Results {
+			ur := unitResult{Unit: u.Unit, Status: u.Status.String(), Log: u.Log, LockWait: u.LockWait}
+			if u.Err != nil {
+				ur.Err = u.Err.Error()
+			}
+			res.Results = append(res.Results, ur)
+		}
+	}
+	return enc.Encode(message{Done: res})
+}

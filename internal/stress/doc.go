@@ -1,0 +1,19 @@
+// Package stress holds the SDK's stress and fault tests; it has no code of
+// its own. The tests run real OS processes (the test binary re-executed as
+// runner processes), real terraform, the real test provider and the
+// loopback registry, and check the SDK's cross-process guarantees under
+// load and under SIGKILL:
+//
+//   - TestStressProcesses: four processes apply the same 25 instances from
+//     one workdir root and one empty provider cache, three rounds over:
+//     no unit fails, the provider package is downloaded exactly once, every
+//     state holds its resources, and the cache holds one complete package.
+//   - TestKillRunnersConverge: runner processes are SIGKILLed mid-download
+//     and mid-apply (victims and moments from a logged seed), then run
+//     again: everything converges, no torn provider, no lost state, no
+//     stale lock that blocks.
+//
+// Both skip under -short. Fuzz targets for names, paths, provider
+// addresses, constraints and lock files live beside the code they fuzz
+// (fuzz_test.go and fuzz_extra_test.go in workdir and pluginc).
+package stress
