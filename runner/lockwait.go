@@ -17,6 +17,8 @@ var (
 	lockWhoRe = regexp.MustCompile(`(?m)^\s*Who:\s*(.+?)\s*$`)
 )
 
+const unknownHolder = "unknown holder"
+
 // lockHolder extracts "ID" and "Who" from terraform's lock error text.
 func lockHolder(msg string) string {
 	var parts []string
@@ -27,7 +29,7 @@ func lockHolder(msg string) string {
 		parts = append(parts, "Who "+m[1])
 	}
 	if len(parts) == 0 {
-		return "unknown holder"
+		return unknownHolder
 	}
 	return strings.Join(parts, ", ")
 }
@@ -61,7 +63,11 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 		if waitedFrom.IsZero() {
 			waitedFrom = start
 		}
-		x.res.LockHolder = lockHolder(err.Error())
+		// A later attempt may catch the lock between holders, when
+		// terraform cannot read who holds it; keep the last known holder.
+		if h := lockHolder(err.Error()); h != unknownHolder || x.res.LockHolder == "" {
+			x.res.LockHolder = h
+		}
 		remaining := x.r.lockTimeout - time.Since(waitedFrom)
 		if remaining <= 0 {
 			x.res.LockWait += time.Since(waitedFrom)
