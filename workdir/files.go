@@ -107,12 +107,13 @@ func writeData(dst string, data []byte) error {
 }
 
 // sameFile reports whether dst already holds exactly e.
-func sameFile(dst string, e entry) bool {
+// buf is scratch space for hashing.
+func sameFile(dst string, e entry, buf []byte) bool {
 	fi, err := os.Lstat(dst)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() != e.size || fi.Mode().Perm() != e.perm {
 		return false
 	}
-	sum, err := fileSum(dst)
+	sum, err := fileSumBuf(dst, buf)
 	return err == nil && sum == e.sum
 }
 

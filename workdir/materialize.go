@@ -193,6 +193,7 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 		}
 	}
 
+	buf := make([]byte, 32<<10)
 	for _, e := range ents {
 		if !keep[e.rel] || isGen[e.rel] {
 			continue
@@ -201,7 +202,7 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 			return nil, err // the stamp stays incomplete; the next Prepare finishes
 		}
 		dst := filepath.Join(src, filepath.FromSlash(e.rel))
-		if inPlace && sameFile(dst, e) {
+		if inPlace && sameFile(dst, e, buf) {
 			continue
 		}
 		if err := copyFromSource(dst, e); err != nil {

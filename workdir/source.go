@@ -96,10 +96,6 @@ func collect(base string, dirs []string, skip string) ([]entry, error) {
 	return out, nil
 }
 
-func fileSum(p string) ([sha256.Size]byte, error) {
-	return fileSumBuf(p, make([]byte, 32<<10))
-}
-
 func fileSumBuf(p string, buf []byte) ([sha256.Size]byte, error) {
 	var sum [sha256.Size]byte
 	f, err := os.Open(p)
