@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 )
@@ -131,6 +132,9 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 	isGen := make(map[string]bool, len(gen))
 	for _, g := range gen {
 		isGen[g] = true
+	}
+	if err := checkGenAgainstSource(lay.component, files, ents); err != nil {
+		return nil, err
 	}
 	var newFiles []string
 	var seed *entry
@@ -302,4 +306,22 @@ func syncFile(p string) error {
 	}
 	defer f.Close()
 	return f.Sync()
+}
+
+// checkGenAgainstSource refuses, before anything is written, a generated
+// file that would have to replace a source directory or live under a
+// source file.
+func checkGenAgainstSource(component string, files []genFile, ents []entry) error {
+	for _, g := range files {
+		p := path.Join(component, g.name)
+		for _, e := range ents {
+			if strings.HasPrefix(e.rel, p+"/") {
+				return invalid("file", g.name, "is a directory in the source")
+			}
+			if strings.HasPrefix(p, e.rel+"/") {
+				return invalid("file", g.name, "lies under source file %q", e.rel)
+			}
+		}
+	}
+	return nil
 }

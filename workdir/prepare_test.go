@@ -2,6 +2,7 @@ package workdir
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -170,6 +171,24 @@ func TestBadInputWritesNothing(t *testing.T) {
 			require.Contains(t, err.Error(), tc.field)
 			require.Empty(t, listDir(t, m.Root()), "nothing is written under the root")
 		})
+	}
+}
+
+// Some generated names are only bad given the source; they are refused
+// before the workdir is touched.
+func TestGeneratedFileConflictingWithSource(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, component)
+	m := newManager(t)
+	w := prepare(t, m, Spec{Stack: "s", Instance: "i", Source: src})
+	before := snapshot(t, w.Home)
+	require.NoError(t, w.Close())
+	writeTree(t, src, map[string]string{"new.tf": "# changed source"})
+	for _, name := range []string{"templates", "main.tf/x.json"} {
+		_, err := m.Prepare(context.Background(), Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{name: nil}})
+		require.ErrorIs(t, err, ErrInvalid)
+		require.Contains(t, err.Error(), fmt.Sprintf("%q", name))
+		require.Equal(t, before, snapshot(t, w.Home), "nothing written")
 	}
 }
 
