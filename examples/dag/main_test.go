@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,7 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/workdir"
 )
 
 // span is when a unit started and ended, as printed: the line numbers
@@ -71,8 +76,9 @@ func requireAfter(t *testing.T, cmd string, spans map[string]*span, waitsFor map
 
 func TestRunAppliesInDependencyOrderAndDestroysInReverse(t *testing.T) {
 	testenv.Terraform(t)
+	root := t.TempDir()
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"-root", t.TempDir(), "-latency", "0s"}, &out)
+	err := run(context.Background(), []string{"-root", root, "-latency", "0s"}, &out)
 	s := out.String()
 	require.NoError(t, err, s)
 	t.Log("\n" + s)
@@ -107,6 +113,26 @@ func TestRunAppliesInDependencyOrderAndDestroysInReverse(t *testing.T) {
 		subnets: {cluster1},
 		vpc:     {subnets, cluster1},
 	})
+
+	// Both commands really ran: every instance has a state, and destroy
+	// left it without resources.
+	wds, err := workdir.New(filepath.Join(root, "workdirs"))
+	require.NoError(t, err)
+	source := filepath.Join(root, "infra", filepath.FromSlash(demo.Component))
+	for _, u := range stackUnits(source, 0) {
+		w, err := wds.Prepare(context.Background(), u.Workdir)
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(w.Dir, "terraform.tfstate"))
+		require.NoError(t, w.Close())
+		require.NoError(t, err, "%s has no state: never applied", u.Workdir.Instance)
+		var st struct {
+			Serial    int   `json:"serial"`
+			Resources []any `json:"resources"`
+		}
+		require.NoError(t, json.Unmarshal(b, &st))
+		require.Positive(t, st.Serial, u.Workdir.Instance)
+		require.Empty(t, st.Resources, "%s: destroy left resources", u.Workdir.Instance)
+	}
 }
 
 func TestRunRejectsBadFlags(t *testing.T) {
