@@ -135,7 +135,7 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 	if cfg.log == nil {
 		cfg.log = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{
+	c := &Cache{
 		dir:       abs,
 		sources:   cfg.sources,
 		platforms: cfg.platforms,
@@ -143,7 +143,9 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 		log:       cfg.log,
 		listings:  map[Provider]*listing{},
 		flights:   map[string]*flight{},
-	}, nil
+	}
+	c.sweepAll()
+	return c, nil
 }
 
 // Dir returns the absolute cache directory.

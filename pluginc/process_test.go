@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/testprovider"
@@ -268,7 +269,6 @@ func TestKilledWhileUnpacking(t *testing.T) {
 
 func requireKilledLeftovers(t *testing.T, f *registryFixture, cacheDir, leftoverSuffix string) {
 	t.Helper()
-	c := f.open(t, cacheDir)
 	tmp, err := os.ReadDir(filepath.Join(cacheDir, stateDir, "tmp"))
 	require.NoError(t, err)
 	found := false
@@ -276,6 +276,7 @@ func requireKilledLeftovers(t *testing.T, f *registryFixture, cacheDir, leftover
 		found = found || strings.HasSuffix(e.Name(), leftoverSuffix)
 	}
 	require.True(t, found, "the killed process should have left a %s temp entry", leftoverSuffix)
+	c := f.open(t, cacheDir) // sweeps the leftovers: the dead process holds no lock
 	require.Empty(t, c.cachedProviders(), "no entry may be visible after a kill")
 	_, err = os.Stat(filepath.Join(cacheDir, testprovider.Host))
 	require.True(t, os.IsNotExist(err), "nothing under the package tree")
@@ -309,4 +310,36 @@ func TestCanceledWhileDownloading(t *testing.T) {
 	gate.Release()
 	require.ErrorIs(t, err, context.Canceled)
 	requireEmptyCache(t, c)
+}
+
+// TestOpenSweepsOrphans: temp files whose package lock is free are removed
+// by Open; those of a package being installed right now are left alone.
+func TestOpenSweepsOrphans(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir)
+	require.NoError(t, err)
+	v, err := parseVersion("1.0.0")
+	require.NoError(t, err)
+	p := Provider{Hostname: "example.test", Namespace: "acme", Type: "demo"}
+	busy := Provider{Hostname: "example.test", Namespace: "acme", Type: "busy"}
+	tmp := filepath.Join(dir, stateDir, "tmp")
+	orphan := filepath.Join(tmp, pkgKey(p, v, "linux_amd64")+".12345.zip")
+	live := filepath.Join(tmp, pkgKey(busy, v, "linux_amd64")+".12346.zip")
+	for _, f := range []string{orphan, live} {
+		require.NoError(t, os.WriteFile(f, []byte("partial"), 0o600))
+	}
+	require.NoError(t, os.WriteFile(c.lockPath(p, v, "linux_amd64"), nil, 0o600))
+	// Another "process" (another open file description) holds busy's lock.
+	lk := flock.New(c.lockPath(busy, v, "linux_amd64"))
+	ok, err := lk.TryLock()
+	require.NoError(t, err)
+	require.True(t, ok)
+	defer lk.Unlock()
+
+	_, err = Open(dir)
+	require.NoError(t, err)
+	_, err = os.Stat(orphan)
+	require.True(t, os.IsNotExist(err), "orphan must be swept")
+	_, err = os.Stat(live)
+	require.NoError(t, err, "a locked package's temp file must be left alone")
 }
