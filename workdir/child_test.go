@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -42,7 +43,7 @@ func child(role string) error {
 		return w.Close()
 
 	case "critical":
-		m, err := New(os.Getenv("CHILD_ROOT"), WithLockRetry(1))
+		m, err := New(os.Getenv("CHILD_ROOT"), WithLockRetry(time.Millisecond))
 		if err != nil {
 			return err
 		}
