@@ -16,8 +16,9 @@
 //     mirror's hashes), unpacked into a temp dir in the cache's own
 //     filesystem, fsynced and renamed into place as
 //     DIR/HOST/NAMESPACE/TYPE/VERSION/OS_ARCH. A process killed at any
-//     point leaves only temp files, which the next installer of that
-//     package removes while holding the package's lock.
+//     point leaves only temp files in DIR/.pluginc/tmp, which the next
+//     Open or the next installer of that package removes, each only while
+//     holding that package's lock (so never a live process's files).
 //   - Each package is downloaded at most once per cache directory however
 //     many goroutines and processes ask for it at once: callers in one
 //     process share one attempt (singleflight), processes take a per-package
@@ -29,7 +30,9 @@
 //     errors.go.
 //   - Version selection follows Terraform: the newest version satisfying
 //     every constraint, pre-releases only when named exactly, a locked
-//     version honoured as is. Once a package is in the cache, a locked
+//     version honoured as is and, given the lock file's hashes, a package
+//     matching none of them refused (see ParseLockFile and
+//     Lock.Requirement). Once a package is in the cache, a locked
 //     requirement is answered without any network request; version lists
 //     are fetched once per Cache.
 //   - CLIConfig never uses plugin_cache_dir, whose writes are not safe
