@@ -13,6 +13,7 @@ const (
 	Destroy
 )
 
+// String returns the terraform subcommand name.
 func (c Command) String() string {
 	switch c {
 	case Init:

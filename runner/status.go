@@ -16,6 +16,7 @@ const (
 	Canceled
 )
 
+// String returns the status in lower case, as shown in reports.
 func (s Status) String() string {
 	switch s {
 	case Queued:
@@ -49,6 +50,7 @@ const (
 	PhaseDone
 )
 
+// String returns the phase in lower case, as shown in events.
 func (p Phase) String() string {
 	switch p {
 	case PhaseQueued:
