@@ -80,6 +80,13 @@ func (rs *runState) runUnit(ctx context.Context, j *job) (err error) {
 	stdout, stderr := x.out.stream(), x.out.stream()
 	defer stdout.flush()
 	defer stderr.flush()
+	// Runs before the instance lock is released, after terraform is gone.
+	defer func() {
+		for _, p := range reapLeftovers(w.DataDir) {
+			x.out.note("killed leftover process " + p)
+			r.logger.WarnContext(ctx, "killed leftover process", "unit", j.res.Unit, "process", p)
+		}
+	}()
 
 	j.emit(PhaseInit)
 	cliConfig := ""

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -169,4 +170,49 @@ func TestCancelDuringApply(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Succeeded, rep.Results[0].Status)
 	require.True(t, rep.Results[0].HasChanges)
+}
+
+// leakyComponent's provisioner starts a background process in a session of
+// its own, out of reach of terraform's process-group kill, that keeps
+// waiting on the gate after terraform is gone.
+const leakyComponent = `
+variable "gate" { type = string }
+resource "terraform_data" "leaky" {
+  provisioner "local-exec" {
+    command = "setsid sh -c 'exec cat ${var.gate}/release' & echo started > ${var.gate}/started; wait"
+  }
+}
+`
+
+func TestCancelKillsLeftoverProcesses(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("leftover processes are found through /proc")
+	}
+	w := newWorld(t)
+	src := w.component(t, "leaky", leakyComponent)
+	g := newGate(t, filepath.Join(w.dir, "gate"))
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "leaky", src, map[string][]byte{"terraform.tfvars.json": []byte(`{"gate":"` + g.dir + `"}`)})}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	r := w.runner(t, WithInterruptGrace(20*time.Second))
+	started := g.started(t)
+	var rep *Report
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		rep, _ = r.Run(ctx, Apply, u)
+	}()
+	t.Cleanup(func() { cancel(); <-exited })
+	select {
+	case <-started:
+	case <-exited:
+		t.Fatal("run ended before the provisioner started")
+	}
+	cancel()
+	<-exited
+	require.Equal(t, Canceled, rep.Results[0].Status, "%v", rep.Results[0].Err)
+	require.False(t, g.hasReader(), "the background process survived the run")
+	require.Empty(t, processesMentioning(t, w.dir))
+	log, err := os.ReadFile(rep.Results[0].Log)
+	require.NoError(t, err)
+	require.Contains(t, string(log), "killed leftover process")
 }
