@@ -48,7 +48,10 @@
 //     LockHolder report the wait and terraform's ID/Who of the holder.
 //   - Cancelling ctx sends terraform SIGINT (it stops, writes state and
 //     releases its lock) and kills it only after WithInterruptGrace; the
-//     unit is reported Canceled.
+//     unit is reported Canceled. On Linux, any process still carrying the
+//     unit's TF_DATA_DIR once terraform is gone (an orphaned plugin, a
+//     provisioner's background job) is killed before the instance lock is
+//     released, and named in the unit's log.
 //   - Output goes to a log file per unit (Result.Log) and, with WithOutput,
 //     to one combined stream of whole lines prefixed "[unitID] ".
 //   - terraform's environment is the process environment plus the
