@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/pluginc"
+	"github.com/tfisolate/tfisolate/workdir"
 )
 
 // runState is what the units of one Run share.
@@ -55,12 +56,13 @@ func (rs *runState) runUnit(ctx context.Context, j *job) (err error) {
 	x := &unitRun{r: r, rs: rs, j: j, res: j.res}
 	t0 := time.Now()
 	w, err := r.workdirs.Prepare(ctx, j.unit.Workdir)
-	// The instance lock is waited for inside Prepare; the refresh of the
-	// files that follows is usually a small part of it.
-	x.res.LockWait += time.Since(t0)
 	if err != nil {
+		if errors.Is(err, workdir.ErrLocked) {
+			x.res.LockWait += time.Since(t0)
+		}
 		return err
 	}
+	x.res.LockWait += w.LockWait
 	defer func() { err = errors.Join(err, w.Close()) }()
 
 	logPath := filepath.Join(w.DataDir, "tfisolate-logs", j.cmd.String()+".log")

@@ -22,8 +22,9 @@ type Result struct {
 	Status   Status
 	Err      error
 	Duration time.Duration
-	// LockWait is the time spent waiting for locks: the instance lock of
-	// the workdir and terraform state locks.
+	// LockWait is the time spent waiting for locks held by others: the
+	// instance lock of the workdir (not the refresh of its files) and
+	// terraform state locks.
 	LockWait time.Duration
 	// LockHolder describes who held the state lock last waited for
 	// (terraform's "ID" and "Who"), empty if none was met.

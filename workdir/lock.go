@@ -23,6 +23,7 @@ type instanceLock struct {
 	fl     *flock.Flock
 	path   string
 	holder string
+	waited time.Duration // how long another holder kept us waiting
 }
 
 func (m *Manager) lock(ctx context.Context, stack, instance, id string) (*instanceLock, error) {
@@ -39,7 +40,9 @@ func (m *Manager) lock(ctx context.Context, stack, instance, id string) (*instan
 	if err == nil && !ok {
 		h := readHolder(lk.holder)
 		m.log.InfoContext(ctx, "waiting for instance lock", "stack", stack, "instance", instance, "holder", h)
+		t0 := time.Now()
 		ok, err = lk.fl.TryLockContext(ctx, m.lockRetry)
+		lk.waited = time.Since(t0)
 	}
 	if !ok {
 		_ = lk.fl.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -159,4 +160,52 @@ func TestLockCanceledContext(t *testing.T) {
 		require.Equal(t, os.Getpid(), le.Holder.PID)
 	}
 	require.NoError(t, w.Close())
+}
+
+// signalHandler closes waiting when the manager logs that it waits for the
+// instance lock: the test's barrier, so it never guesses with a sleep.
+type signalHandler struct {
+	slog.Handler
+	once    sync.Once
+	waiting chan struct{}
+}
+
+func (h *signalHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "waiting for instance lock" {
+		h.once.Do(func() { close(h.waiting) })
+	}
+	return nil
+}
+
+func (h *signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+// LockWait counts the time a holder kept Prepare waiting, and nothing when
+// the lock was free.
+func TestLockWaitReported(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, component)
+	h := &signalHandler{Handler: slog.DiscardHandler, waiting: make(chan struct{})}
+	m := newManager(t, WithLockRetry(time.Millisecond), WithLogger(slog.New(h)))
+	s := Spec{Stack: "s", Instance: "i", Source: src}
+
+	first, err := m.Prepare(context.Background(), s)
+	require.NoError(t, err)
+	require.Zero(t, first.LockWait, "the lock was free")
+
+	got := make(chan *Workdir, 1)
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		w, err := m.Prepare(context.Background(), s)
+		errc <- err
+		got <- w
+	}()
+	<-h.waiting
+	require.NoError(t, first.Close())
+	require.NoError(t, <-errc)
+	second := <-got
+	elapsed := time.Since(start)
+	defer second.Close()
+	require.Positive(t, second.LockWait)
+	require.LessOrEqual(t, second.LockWait, elapsed, "LockWait is part of the second Prepare")
 }

@@ -50,6 +50,10 @@ type Workdir struct {
 	DataDir  string // TF_DATA_DIR, outside the files a refresh replaces
 	Home     string // the instance's directory under the root
 	LockFile string // the flock file; never deleted
+	// LockWait is how long Prepare waited for another holder of the
+	// instance lock (zero when the lock was free), not counting the time
+	// spent refreshing files.
+	LockWait time.Duration
 
 	lock      *instanceLock
 	closeOnce sync.Once
@@ -129,6 +133,7 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 		DataDir:  filepath.Join(home, metaDir, dataDir),
 		Home:     home,
 		LockFile: lk.path,
+		LockWait: lk.waited,
 		lock:     lk,
 	}, nil
 }
