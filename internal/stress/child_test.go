@@ -25,6 +25,7 @@ type childConfig struct {
 	Instances                          []int // demo instance numbers, 1-based
 	Parallelism                        int
 	Latency, LockTimeout               time.Duration
+	LogDir                             string // empty: the runner's default, in each data dir
 }
 
 // message is one line a child writes on stdout: a runner event while the
@@ -81,7 +82,11 @@ func applyAsChild(cfg childConfig) error {
 	// Each event is one Encode, so one write(2) of one line: the parent
 	// can act on it (and kill us) the moment it arrives.
 	enc := json.NewEncoder(os.Stdout)
-	r, err := runner.New(
+	opts := []runner.Option{}
+	if cfg.LogDir != "" {
+		opts = append(opts, runner.WithLogDir(cfg.LogDir))
+	}
+	r, err := runner.New(append(opts,
 		runner.WithWorkdirs(wds),
 		runner.WithPluginCache(cache),
 		runner.WithTerraform(cfg.TF),
@@ -94,7 +99,7 @@ func applyAsChild(cfg childConfig) error {
 			}
 			_ = enc.Encode(m)
 		}),
-	)
+	)...)
 	if err != nil {
 		return err
 	}

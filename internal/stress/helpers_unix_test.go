@@ -87,7 +87,7 @@ type proc struct {
 
 // startProc starts a runner process. onMsg sees every event as it arrives,
 // on the goroutine that reads the process's stdout; it must not block.
-func startProc(t *testing.T, name string, cfg childConfig, onMsg func(message)) *proc {
+func startProc(t *testing.T, name string, cfg childConfig, onMsg func(*proc, message)) *proc {
 	t.Helper()
 	b, err := json.Marshal(cfg)
 	require.NoError(t, err)
@@ -111,7 +111,7 @@ func startProc(t *testing.T, name string, cfg childConfig, onMsg func(message)) 
 			if m.Done != nil {
 				p.res = m.Done
 			} else if onMsg != nil {
-				onMsg(m)
+				onMsg(p, m)
 			}
 		}
 		p.err = p.cmd.Wait()
@@ -150,6 +150,15 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
+}
+
+// home is the directory of a demo instance's workdir.
+func (w *world) home(instance string) (string, error) {
+	wds, err := workdir.New(w.root)
+	if err != nil {
+		return "", err
+	}
+	return wds.Home(demo.Stack, instance)
 }
 
 // requireStates checks that the state of each instance holds exactly its

@@ -1,0 +1,232 @@
+//go:build linux
+
+package stress
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/demo"
+	"github.com/tfisolate/tfisolate/internal/testprovider"
+)
+
+var killSeed = flag.Uint64("stress.seed", 2, "seed choosing which runner processes TestKillRunnersConverge kills, and when")
+
+const (
+	killProcs       = 3
+	killInstances   = 12
+	killParallelism = 4
+	// Each apply's provisioner waits this long (simulated cloud latency),
+	// so that most kills land while terraform holds the state lock and has
+	// created the cluster but not yet written it to state.
+	killLatency = time.Second
+)
+
+// TestKillRunnersConverge SIGKILLs runner processes at the worst moments
+// and then runs again: everything must converge.
+//
+//  1. Three processes start on an empty cache; the registry holds the
+//     first package download mid-body, and all three are killed there.
+//     The cache must not hold the package (absent, not torn).
+//  2. Three processes start again; one or two of them (seeded, logged)
+//     are killed once they have reported their k-th apply, k past the
+//     parallelism, so that earlier units are inside terraform apply. The
+//     others must succeed regardless, on the same instances: the victims'
+//     instance flocks and terraform's state locks died with them.
+//  3. One process applies everything with a fresh log dir: every unit
+//     succeeds without ever meeting a state lock, every state holds its
+//     resources, the cache holds one package whose files hash to the
+//     served zip, and a fresh cache finds it without a download. Exactly
+//     two downloads were started in all: the one killed in phase 1 and
+//     the one that completed in phase 2.
+func TestKillRunnersConverge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test; skipped under -short")
+	}
+	w := newWorld(t)
+	t.Cleanup(func() { killLeftovers(t, w.dir) })
+	instances := span(killInstances)
+	cfg := w.config(instances, killParallelism, killLatency)
+	rng := rand.New(rand.NewPCG(*killSeed, 0))
+	t.Logf("seed %d (rerun with -stress.seed=%d)", *killSeed, *killSeed)
+
+	// Phase 1: killed mid-download.
+	gate := w.prov.Hold()
+	var procs []*proc
+	for i := range killProcs {
+		procs = append(procs, startProc(t, fmt.Sprintf("download process %d", i), cfg, nil))
+	}
+	select {
+	case <-gate.Started():
+	case <-procs[0].exited:
+		t.Fatalf("a process ended before any download was held: %v\n%s", procs[0].err, procs[0].stderr.String())
+	}
+	for _, p := range procs {
+		p.kill()
+	}
+	for _, p := range procs {
+		requireKilled(t, p)
+	}
+	gate.Release()
+	require.Equal(t, 1, w.prov.TotalDownloads())
+	pkgDir := filepath.Join(w.cache, testprovider.Host)
+	_, err := os.Stat(pkgDir)
+	require.ErrorIs(t, err, fs.ErrNotExist, "a package dir exists after a download was killed")
+	t.Logf("after the mid-download kill: temp files in the cache %v; processes left %v", tempFiles(w.cache), leftovers(w.dir))
+
+	// Phase 2: random victims, each killed while terraform holds the state
+	// lock of its k-th applied unit.
+	victims := map[int]*victim{}
+	for _, i := range rng.Perm(killProcs)[:1+rng.IntN(killProcs-1)] {
+		victims[i] = &victim{k: killParallelism + 1 + rng.IntN(killParallelism), unitDone: make(chan struct{})}
+	}
+	for i, v := range victims {
+		t.Logf("victim: process %d, killed inside the apply of the %d-th unit it applies", i, v.k)
+	}
+	procs = procs[:0]
+	for i := range killProcs {
+		var onMsg func(*proc, message)
+		if v := victims[i]; v != nil {
+			onMsg = func(p *proc, m message) { v.event(w, p, m) }
+		}
+		procs = append(procs, startProc(t, fmt.Sprintf("apply process %d", i), cfg, onMsg))
+	}
+	for i, p := range procs {
+		v := victims[i]
+		if v == nil {
+			p.requireSucceeded(t, killInstances)
+			continue
+		}
+		requireKilled(t, p)
+		v.wg.Wait()
+		require.NoError(t, v.err)
+		require.NotEmpty(t, v.unit, "victim %d was not killed by the test", i)
+		require.True(t, v.holding, "victim %d: %s ended before its terraform took the state lock", i, v.unit)
+		t.Logf("victim %d killed holding the state lock of %s; lock notes now: %v", i, v.unit, lockInfos(w.root))
+	}
+	require.Equal(t, 2, w.prov.TotalDownloads(), "downloads after the second phase")
+	t.Logf("after the mid-apply kills: state lock info files %v; processes left %v", lockInfos(w.root), leftovers(w.dir))
+
+	// Phase 3: one run to completion, which must meet no stale lock.
+	// Terraform's lock notes of killed applies may still be there; the
+	// local backend's lock is an fcntl lock on the state file, which died
+	// with the process, so they must not block.
+	t.Logf("before the final run: stale state lock notes %v", lockInfos(w.root))
+	final := cfg
+	final.LogDir = filepath.Join(w.dir, "final-logs")
+	res := startProc(t, "final process", final, nil).requireSucceeded(t, killInstances)
+	require.Zero(t, res.Downloads, "the final run downloaded the provider again")
+	for _, u := range res.Results {
+		log, err := os.ReadFile(u.Log)
+		require.NoError(t, err)
+		require.NotContains(t, string(log), "Error acquiring the state lock", "unit %s met a state lock in the final run", u.Unit)
+	}
+	w.requireStates(t, instances)
+	w.requireOneCompletePackage(t)
+	require.Equal(t, 2, w.prov.TotalDownloads(), "downloads in all")
+	// Terraform dies with its runner (tfexec's Pdeathsig), but the provider
+	// plugins of a killed terraform are orphaned and keep running; they hold
+	// no lock or file the runs need (the final run proved it). Cleanup kills
+	// them.
+	t.Logf("at the end: processes left %v", leftovers(w.dir))
+}
+
+// victim kills its process once it has reported k applies: when terraform
+// creates the state lock note in the k-th unit's dir (that terraform is
+// ours: the process holds the instance's flock for the whole unit), or at
+// the latest when that unit is done.
+type victim struct {
+	k        int
+	applies  int           // seen by the stdout reader only
+	unit     string        // the k-th unit; written before wg.Add
+	unitDone chan struct{} // closed when unit is done
+	doneOnce sync.Once
+	wg       sync.WaitGroup // the watcher
+	holding  bool           // killed holding the state lock; read after wg.Wait
+	err      error          // read after wg.Wait
+}
+
+func (v *victim) event(w *world, p *proc, m message) {
+	switch {
+	case m.Phase == "apply":
+		if v.applies++; v.applies != v.k {
+			return
+		}
+		v.unit = m.Unit
+		home, err := w.home(strings.TrimPrefix(m.Unit, demo.Stack+"/"))
+		if err != nil {
+			v.err = err
+			p.kill()
+			return
+		}
+		dir := filepath.Join(home, "src", filepath.FromSlash(demo.Component))
+		v.wg.Add(1)
+		go func() {
+			defer v.wg.Done()
+			defer p.kill()
+			created, stop, err := watchCreate(dir, ".terraform.tfstate.lock.info")
+			if err != nil {
+				v.err = fmt.Errorf("watch %s: %w", dir, err)
+				return
+			}
+			defer stop()
+			select {
+			case <-created:
+				v.holding = true
+			case <-v.unitDone:
+			case <-p.exited:
+			}
+		}()
+	case m.Phase == "done" && v.unit != "" && m.Unit == v.unit:
+		v.doneOnce.Do(func() { close(v.unitDone) })
+	}
+}
+
+// requireKilled waits for p and checks it died of SIGKILL (not of an error
+// of its own, and not by finishing).
+func requireKilled(t *testing.T, p *proc) {
+	t.Helper()
+	<-p.exited
+	var ee *exec.ExitError
+	require.True(t, errors.As(p.err, &ee), "%s: exit %v, want killed\n%s", p.name, p.err, p.stderr.String())
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "%s: %v, want SIGKILL", p.name, p.err)
+}
+
+// tempFiles lists the cache's temp dir.
+func tempFiles(cache string) []string {
+	ents, _ := os.ReadDir(filepath.Join(cache, ".pluginc", "tmp"))
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// lockInfos lists terraform's local state lock notes under root. They
+// outlive a killed terraform, but the lock itself is an fcntl lock on the
+// state file, which dies with the process.
+func lockInfos(root string) []string {
+	var out []string
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(d.Name(), ".tfstate.lock.info") {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	return out
+}
