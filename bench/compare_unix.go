@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,8 +91,9 @@ func (e *env) compare(ctx context.Context, out io.Writer, as []approach) error {
 		printComparison(out, pass, rows)
 	}
 	fmt.Fprint(out, `
-How to read it: *wall* is from the first terraform start to the last exit
-(setup of scratch copies excluded). *terraform CPU* is user+system time of
+How to read it: *wall* is from the first terraform start to the last exit;
+for (1)-(4) the scratch copy of the component is made before the clock
+starts, for tfisolate preparing the workdirs is part of the run. *terraform CPU* is user+system time of
 the terraform processes and everything they started (providers,
 provisioners), from getrusage(RUSAGE_CHILDREN). *bench CPU* is this
 process's own user+system time (getrusage(RUSAGE_SELF)) over the same span:
@@ -101,7 +103,10 @@ hashing). *downloads* counts provider packages the registry served.
 *disk* is what the run left on disk, each inode once: scratch copies, data
 dirs, state, and the provider cache (for tfisolate: the workdirs root and
 its provider cache). Ratios are wall time against (3) and (4) in the same
-pass.
+pass. Warm naive passes still download: each starts from a fresh copy of
+the component without a .terraform.lock.hcl, and Terraform (1.4 and
+later) takes a package from its plugin cache only when a lock file already
+records its checksum.
 `)
 	return nil
 }
@@ -156,7 +161,7 @@ func (e *env) measureNaive(ctx context.Context, a naive.Approach, scratch, cache
 	for _, oc := range res.Outcomes {
 		switch {
 		case len(oc.ErrorLines) > 0:
-			r.errors[firstLine(oc.ErrorLines[0])]++
+			r.errors[errorKey(oc.ErrorLines)]++
 		case oc.Err != nil:
 			r.errors[firstLine(oc.Err.Error())]++
 		}
@@ -250,8 +255,21 @@ func printComparison(out io.Writer, pass string, rows []row) {
 		notes = append(notes, fmt.Sprintf("- %s: %d failed: %s", r.a.label, r.n-r.ok, strings.Join(parts, "; ")))
 	}
 	if len(notes) > 0 {
-		fmt.Fprintf(out, "\nFailures (first error line of each failed instance):\n\n%s\n", strings.Join(notes, "\n"))
+		fmt.Fprintf(out, "\nFailures (the error lines of each failed instance):\n\n%s\n", strings.Join(notes, "\n"))
 	}
+}
+
+// errorKey joins the distinct "Error: ..." lines of one instance: the
+// first alone is often only terraform's generic heading ("Terraform
+// encountered problems during initialisation, ...").
+func errorKey(lines []string) string {
+	var distinct []string
+	for _, l := range lines {
+		if l = firstLine(l); !slices.Contains(distinct, l) {
+			distinct = append(distinct, l)
+		}
+	}
+	return strings.Join(distinct, " + ")
 }
 
 // firstLine is s's first line, cut to a length a table note can hold.
