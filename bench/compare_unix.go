@@ -92,12 +92,12 @@ func (e *env) compare(ctx context.Context, out io.Writer, as []approach) error {
 	}
 	fmt.Fprint(out, `
 How to read it: *wall* is from the first terraform start to the last exit;
-for (1)-(4) the scratch copy of the component is made before the clock
-starts, for tfisolate preparing the workdirs is part of the run. *terraform CPU* is user+system time of
-the terraform processes and everything they started (providers,
-provisioners), from getrusage(RUSAGE_CHILDREN). *bench CPU* is this
-process's own user+system time (getrusage(RUSAGE_SELF)) over the same span:
-the loopback registry serving downloads (every approach), plus, for
+the naive approaches copy the component before the clock starts, while
+tfisolate's workdir preparation is part of its run. *terraform CPU* is
+user+system time of the terraform processes and everything they started
+(providers, provisioners), from getrusage(RUSAGE_CHILDREN). *bench CPU* is
+this process's own user+system time (getrusage(RUSAGE_SELF)) over the same
+span: the loopback registry serving downloads (every approach), plus, for
 tfisolate, the SDK itself (workdirs, provider cache, download, unpack,
 hashing). *downloads* counts provider packages the registry served.
 *disk* is what the run left on disk, each inode once: scratch copies, data
