@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-version"
+	tfaddr "github.com/hashicorp/terraform-registry-address"
 )
 
 // FuzzParseLockFile feeds ParseLockFile arbitrary bytes: an error wrapping
@@ -31,8 +32,9 @@ provider "registry.tfisolate.test/tfisolate/tfitest" {
 }
 `))
 	f.Add([]byte(`provider "hashicorp/aws" { version = "5.0.0" }`))
+	// The same provider twice: once implied, once with the default host.
 	f.Add([]byte(`provider "a/b" { version = "1.0.0" }
-provider "example.test/a/b" { version = "1.0.0" }`))
+provider "` + tfaddr.DefaultProviderRegistryHost.String() + `/a/b" { version = "1.0.0" }`))
 	f.Add([]byte(`provider "x/y" {
   version = "1.0"
 }`))
