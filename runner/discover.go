@@ -83,7 +83,7 @@ func discover(dir string) ([]pluginc.Requirement, error) {
 	if err := visit(dir); err != nil {
 		return nil, err
 	}
-	locked := map[pluginc.Provider]string{}
+	locked := map[pluginc.Provider]pluginc.Lock{}
 	switch b, err := os.ReadFile(filepath.Join(dir, lockFileName)); {
 	case err == nil:
 		locks, err := pluginc.ParseLockFile(b)
@@ -91,14 +91,15 @@ func discover(dir string) ([]pluginc.Requirement, error) {
 			return nil, fmt.Errorf("%s in %s: %w", lockFileName, dir, err)
 		}
 		for _, l := range locks {
-			locked[l.Provider] = l.Version
+			locked[l.Provider] = l
 		}
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, err
 	}
 	out := make([]pluginc.Requirement, 0, len(merged))
 	for p, r := range merged {
-		out = append(out, pluginc.Requirement{Provider: p, Constraints: strings.Join(r.constraints, ", "), Locked: locked[p]})
+		l := locked[p]
+		out = append(out, pluginc.Requirement{Provider: p, Constraints: strings.Join(r.constraints, ", "), Locked: l.Version, LockedHashes: l.Hashes})
 	}
 	slices.SortFunc(out, func(a, b pluginc.Requirement) int { return strings.Compare(a.Provider.String(), b.Provider.String()) })
 	return out, nil
@@ -119,7 +120,7 @@ func isBuiltIn(src string) bool {
 func requirementsKey(reqs []pluginc.Requirement) string {
 	var b strings.Builder
 	for _, r := range reqs {
-		fmt.Fprintf(&b, "%s|%s|%s\n", r.Provider, r.Constraints, r.Locked)
+		fmt.Fprintf(&b, "%s|%s|%s|%s\n", r.Provider, r.Constraints, r.Locked, strings.Join(r.LockedHashes, ","))
 	}
 	return b.String()
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/testprovider"
 	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/pluginc"
 )
 
 // TestLeaderFailureIsEveryFollowersError breaks the registry so the
@@ -67,4 +69,43 @@ func TestWorkspacePlanDestroy(t *testing.T) {
 	}))
 	require.Len(t, states, 1)
 	require.True(t, strings.HasSuffix(states[0], "terraform.tfstate.d/blue/terraform.tfstate"), states[0])
+}
+
+// TestCommittedLockFileHashesAreChecked commits a lock file whose hashes
+// match no package: like terraform init, the run refuses the provider
+// (pluginc.ErrChecksum) and applies nothing; with the lock file the cache
+// itself writes, the same component applies.
+func TestCommittedLockFileHashesAreChecked(t *testing.T) {
+	w := newWorld(t)
+	src := w.component(t, "locked", itemComponent)
+	bogus := `provider "` + testprovider.Source + `" {
+  version     = "` + providerVersion + `"
+  constraints = ">= 1.0.0"
+  hashes = [
+    "h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+  ]
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(src, ".terraform.lock.hcl"), []byte(bogus), 0o644))
+	state := filepath.Join(w.dir, "locked.tfstate")
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "locked", src, files(t, map[string]any{"name": "locked"}, state))}
+	rep, err := w.runner(t).Run(testCtx(t), Apply, u)
+	require.ErrorIs(t, err, pluginc.ErrChecksum)
+	require.Equal(t, Failed, rep.Results[0].Status)
+	_, err = os.Stat(state)
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing may be applied with an unverified provider")
+
+	pkgs, err := w.cache.Ensure(testCtx(t), pluginc.Requirement{Provider: mustProvider(t, testprovider.Source), Constraints: ">= 1.0.0"})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(src, ".terraform.lock.hcl"), pluginc.LockFile(pkgs), 0o644))
+	_, err = w.runner(t).Run(testCtx(t), Apply, u)
+	require.NoError(t, err)
+	require.Contains(t, stateResources(t, state), "tfitest_item.this")
+}
+
+func mustProvider(t *testing.T, s string) pluginc.Provider {
+	t.Helper()
+	p, err := pluginc.ParseProvider(s)
+	require.NoError(t, err)
+	return p
 }
