@@ -162,16 +162,24 @@ func (w *world) home(instance string) (string, error) {
 }
 
 // requireStates checks that the state of each instance holds exactly its
-// two resources: the cluster named after the instance and the
-// provisioning step.
+// two resources (the cluster named after the instance and the provisioning
+// step), that every instance got the same lock file, and that no scratch
+// of an unfinished workdir build is left in the root.
 func (w *world) requireStates(t *testing.T, instances []int) {
 	t.Helper()
 	wds, err := workdir.New(w.root)
 	require.NoError(t, err)
+	var lockFile []byte
 	for _, n := range instances {
 		home, err := wds.Home(demo.Stack, demo.Instance(n))
 		require.NoError(t, err)
 		st := stateFile(t, home)
+		lf, err := os.ReadFile(filepath.Join(filepath.Dir(st), ".terraform.lock.hcl"))
+		require.NoError(t, err, "lock file of %s", demo.Instance(n))
+		if lockFile == nil {
+			lockFile = lf
+		}
+		require.Equal(t, string(lockFile), string(lf), "lock file of %s", demo.Instance(n))
 		var state struct {
 			Resources []struct {
 				Module, Mode, Type, Name string
@@ -193,6 +201,15 @@ func (w *world) requireStates(t *testing.T, instances []int) {
 		require.NotNil(t, item, "no cluster in the state of %s", demo.Instance(n))
 		require.Equal(t, fmt.Sprintf("%s-redis-cluster-%d", demo.Stack, n), item["name"])
 		require.Contains(t, got, "module.redis.terraform_data.provisioning")
+	}
+	require.Contains(t, string(lockFile), fmt.Sprintf("version     = %q", servedVersion))
+	scratch, err := os.ReadDir(filepath.Join(w.root, ".tmp"))
+	if err == nil {
+		var names []string
+		for _, e := range scratch {
+			names = append(names, e.Name())
+		}
+		require.Empty(t, names, "workdir scratch left in the root")
 	}
 }
 
