@@ -61,6 +61,7 @@ func bench(ctx context.Context, o *options, stdout io.Writer) error {
 			errs = append(errs, err)
 		}
 	}
+	fmt.Fprintf(out, "\nLoad average after: %s.\n", loadAvg())
 	if o.markdown != "" {
 		if err := os.WriteFile(o.markdown, md.Bytes(), 0o644); err != nil {
 			errs = append(errs, fmt.Errorf("-markdown: %w", err))
@@ -75,6 +76,7 @@ func bench(ctx context.Context, o *options, stdout io.Writer) error {
 // describe is the setup paragraph every table is read against.
 func (e *env) describe(ctx context.Context) string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "- command: `go run ./bench%s`\n", argString(e.o.args))
 	fmt.Fprintf(&b, "- machine: %s/%s, %d CPUs, load average before: %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), loadAvg())
 	fmt.Fprintf(&b, "- terraform: %s (%s)\n", terraformVersion(ctx, e.tf), e.tf)
 	throttle := "unthrottled"
@@ -83,6 +85,20 @@ func (e *env) describe(ctx context.Context) string {
 	}
 	fmt.Fprintf(&b, "- provider: test provider, %s per package, served by a loopback HTTPS registry/network mirror, %s\n", mib(e.prov.Binary.Size), throttle)
 	fmt.Fprintf(&b, "- scenario: instances elasticache/redis-cluster-1..N of one component (a local module, one provider resource, a provisioner sleeping %s), local state, `terraform init` + `apply`\n", e.o.latency)
+	return b.String()
+}
+
+// argString is args as a shell would need them, with a leading space.
+func argString(args []string) string {
+	var b strings.Builder
+	for _, a := range args {
+		b.WriteByte(' ')
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~") {
+			b.WriteString(shellQuote(a))
+		} else {
+			b.WriteString(a)
+		}
+	}
 	return b.String()
 }
 

@@ -70,12 +70,13 @@ type options struct {
 	markdown     string
 	providerDir  string
 	progressDest io.Writer
+	args         []string // as given, for the report's "how it was made"
 }
 
 func (o *options) skipped(name string) bool { return o.skip[name] }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{skip: map[string]bool{}, progressDest: stderr}
+	o := &options{skip: map[string]bool{}, progressDest: stderr, args: args}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&o.n, "n", 12, "instances in the comparison")
