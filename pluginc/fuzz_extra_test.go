@@ -146,8 +146,8 @@ func FuzzSelectVersion(f *testing.F) {
 	})
 }
 
-// zipEntry is one entry of a fuzzed package archive.
-type zipEntry struct {
+// fuzzZipEntry is one entry of a fuzzed package archive.
+type fuzzZipEntry struct {
 	name string
 	mode fs.FileMode
 	body []byte
@@ -179,9 +179,9 @@ func FuzzUnzip(f *testing.F) {
 	f.Add("", uint32(0), []byte(nil), "", uint32(0), []byte(nil), []byte("PK\x03\x04 not really a zip"))
 	f.Fuzz(func(t *testing.T, n1 string, m1 uint32, b1 []byte, n2 string, m2 uint32, b2 []byte, raw []byte) {
 		archive := raw
-		var entries []zipEntry
+		var entries []fuzzZipEntry
 		if len(raw) == 0 {
-			entries = []zipEntry{{n1, fs.FileMode(m1), b1}, {n2, fs.FileMode(m2), b2}}
+			entries = []fuzzZipEntry{{n1, fs.FileMode(m1), b1}, {n2, fs.FileMode(m2), b2}}
 			var buf bytes.Buffer
 			zw := zip.NewWriter(&buf)
 			for _, e := range entries {

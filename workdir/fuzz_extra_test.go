@@ -65,7 +65,7 @@ func FuzzPrepareNames(f *testing.F) {
 		if ents, _ := os.ReadDir(parent); len(ents) != 1 || ents[0].Name() != "root" {
 			t.Fatalf("Prepare(%q, %q, %q, %q) wrote outside the root: %v", stack, instance, file1, file2, ents)
 		}
-		if after := snapshot(t, src); !equalMaps(before, after) {
+		if after := snapshot(t, src); !fuzzEqualMaps(before, after) {
 			t.Fatalf("Prepare(%q, %q, %q, %q) changed the source", stack, instance, file1, file2)
 		}
 		if err != nil {
@@ -94,16 +94,16 @@ func FuzzPrepareNames(f *testing.F) {
 		}
 		defer w.Close()
 		for _, p := range []string{w.Dir, w.DataDir, w.Home, w.LockFile} {
-			inside(t, root, p)
+			fuzzInside(t, root, p)
 		}
 		for name, want := range files {
 			p := filepath.Join(w.Dir, filepath.FromSlash(name))
-			inside(t, root, p)
+			fuzzInside(t, root, p)
 			real, err := filepath.EvalSymlinks(p)
 			if err != nil {
 				t.Fatalf("generated file %q: %v", name, err)
 			}
-			inside(t, root, real)
+			fuzzInside(t, root, real)
 			got, err := os.ReadFile(real)
 			if err != nil || string(got) != string(want) {
 				t.Fatalf("generated file %q holds %q (%v), want %q", name, got, err, want)
@@ -112,8 +112,8 @@ func FuzzPrepareNames(f *testing.F) {
 	})
 }
 
-// inside fails unless p lies strictly inside root.
-func inside(t *testing.T, root, p string) {
+// fuzzInside fails unless p lies strictly inside root.
+func fuzzInside(t *testing.T, root, p string) {
 	t.Helper()
 	rel, err := filepath.Rel(root, p)
 	if err != nil || rel == "." || !filepath.IsLocal(rel) {
@@ -121,7 +121,7 @@ func inside(t *testing.T, root, p string) {
 	}
 }
 
-func equalMaps(a, b map[string]string) bool {
+func fuzzEqualMaps(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
 	}
