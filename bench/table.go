@@ -19,7 +19,8 @@ func writeTable(w io.Writer, rows [][]string, right ...int) {
 	width := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
-			width[i] = max(width[i], len(c))
+			// Three is the narrowest separator markdown accepts (---, --:).
+			width[i] = max(width[i], len(c), 3)
 		}
 	}
 	line := func(cells []string) {
@@ -39,19 +40,12 @@ func writeTable(w io.Writer, rows [][]string, right ...int) {
 	sep := make([]string, len(width))
 	for i, n := range width {
 		if slices.Contains(right, i) {
-			sep[i] = strings.Repeat("-", max(n-1, 2)) + ":"
+			sep[i] = strings.Repeat("-", n-1) + ":"
 		} else {
-			sep[i] = strings.Repeat("-", max(n, 3))
+			sep[i] = strings.Repeat("-", n)
 		}
 	}
-	// The separator row's cells may be wider than the column; markdown does
-	// not mind, and padding keeps them the column's width otherwise.
-	var b strings.Builder
-	b.WriteString("|")
-	for i, s := range sep {
-		fmt.Fprintf(&b, " %s%s |", s, strings.Repeat(" ", max(width[i]-len(s), 0)))
-	}
-	fmt.Fprintln(w, b.String())
+	line(sep)
 	for _, r := range rows[1:] {
 		line(r)
 	}
