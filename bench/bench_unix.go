@@ -88,20 +88,6 @@ func (e *env) describe(ctx context.Context) string {
 	return b.String()
 }
 
-// argString is args as a shell would need them, with a leading space.
-func argString(args []string) string {
-	var b strings.Builder
-	for _, a := range args {
-		b.WriteByte(' ')
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~") {
-			b.WriteString(shellQuote(a))
-		} else {
-			b.WriteString(a)
-		}
-	}
-	return b.String()
-}
-
 func terraformVersion(ctx context.Context, tf string) string {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -189,3 +189,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	}()
 	return bench(ctx, o, stdout)
 }
+
+// argString is args as a shell would need them, with a leading space.
+func argString(args []string) string {
+	var b strings.Builder
+	for _, a := range args {
+		b.WriteByte(' ')
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~") {
+			b.WriteString(shellQuote(a))
+		} else {
+			b.WriteString(a)
+		}
+	}
+	return b.String()
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -26,36 +26,3 @@ func TestFormats(t *testing.T) {
 	require.Equal(t, "n/a", ratio(time.Second, 0))
 	require.Equal(t, "1.5 MiB", mib(3<<19))
 }
-
-func TestEpoch(t *testing.T) {
-	for in, want := range map[string]time.Time{
-		"1763769600.123456": time.Unix(1763769600, 123456000),
-		"1763769600,5":      time.Unix(1763769600, 500000000),
-		"1763769600":        time.Unix(1763769600, 0),
-	} {
-		got, err := epoch(in)
-		require.NoError(t, err, in)
-		require.True(t, want.Equal(got), "%s: got %v", in, got)
-	}
-	for _, bad := range []string{"", "x.1", "1.x"} {
-		_, err := epoch(bad)
-		require.Error(t, err, bad)
-	}
-}
-
-func TestParseInts(t *testing.T) {
-	v, err := parseInts("-scale", " 12, 48,100 ")
-	require.NoError(t, err)
-	require.Equal(t, []int{12, 48, 100}, v)
-	for _, none := range []string{"", "none"} {
-		v, err := parseInts("-scale", none)
-		require.NoError(t, err)
-		require.Empty(t, v)
-	}
-	_, err = parseInts("-scale", "12,,48")
-	require.ErrorContains(t, err, `-scale "12,,48"`)
-}
-
-func TestArgString(t *testing.T) {
-	require.Equal(t, " -n 12 -root '/tmp/a b' -skip ''", argString([]string{"-n", "12", "-root", "/tmp/a b", "-skip", ""}))
-}

@@ -145,8 +145,3 @@ func calibrate(ctx context.Context, dir string) (time.Duration, error) {
 	}
 	return max(wrapped-direct, 0), nil
 }
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}

@@ -58,3 +58,19 @@ func TestCalibrate(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, cost, time.Duration(0))
 }
+
+func TestEpoch(t *testing.T) {
+	for in, want := range map[string]time.Time{
+		"1763769600.123456": time.Unix(1763769600, 123456000),
+		"1763769600,5":      time.Unix(1763769600, 500000000),
+		"1763769600":        time.Unix(1763769600, 0),
+	} {
+		got, err := epoch(in)
+		require.NoError(t, err, in)
+		require.True(t, want.Equal(got), "%s: got %v", in, got)
+	}
+	for _, bad := range []string{"", "x.1", "1.x"} {
+		_, err := epoch(bad)
+		require.Error(t, err, bad)
+	}
+}

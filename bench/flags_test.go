@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-n", "0"},
+		{"-parallelism", "-1"},
+		{"-scale", "12,x"},
+		{"-scale", "0"},
+		{"-scale-parallelism", "none"},
+		{"-latency", "-1s"},
+		{"-throttle", "-5"},
+		{"-skip", "bogus"},
+		{"extra"},
+	} {
+		err := run(context.Background(), args, &bytes.Buffer{})
+		require.Error(t, err, "%v", args)
+	}
+}
+
+func TestParseInts(t *testing.T) {
+	v, err := parseInts("-scale", " 12, 48,100 ")
+	require.NoError(t, err)
+	require.Equal(t, []int{12, 48, 100}, v)
+	for _, none := range []string{"", "none"} {
+		v, err := parseInts("-scale", none)
+		require.NoError(t, err)
+		require.Empty(t, v)
+	}
+	_, err = parseInts("-scale", "12,,48")
+	require.ErrorContains(t, err, `-scale "12,,48"`)
+}
+
+func TestArgString(t *testing.T) {
+	require.Equal(t, " -n 12 -root '/tmp/a b' -skip ''", argString([]string{"-n", "12", "-root", "/tmp/a b", "-skip", ""}))
+}
