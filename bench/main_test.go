@@ -101,7 +101,8 @@ func TestRunTiny(t *testing.T) {
 		// units, parallelism, succeeded, wall, ideal, ...
 		require.Equal(t, []string{"2", "2", "2/2"}, pt[:3])
 		require.Equal(t, "0", pt[len(pt)-1], "scaling runs from a warm cache")
-		procs, err := strconv.ParseFloat(pt[8], 64)
+		require.NotEqual(t, "n/a", pt[8], "every terraform process is tied to its unit")
+		procs, err := strconv.ParseFloat(pt[10], 64)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, procs, 2.0, "the wrapper saw at least init and apply of every unit")
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/demo"
@@ -27,6 +28,9 @@ type scalePoint struct {
 	inTF      time.Duration // sum of the terraform processes' lifetimes
 	calls     int           // terraform processes
 	downloads int
+	// perUnit is each unit's time outside terraform, when every process
+	// could be told to its unit (by TF_DATA_DIR); nil otherwise.
+	perUnit []time.Duration
 }
 
 // overhead is the SDK's mean time per unit outside terraform: the units'
@@ -34,6 +38,21 @@ type scalePoint struct {
 // what the timing wrapper itself added to each process start.
 func (s scalePoint) overhead(wrapperCost time.Duration) time.Duration {
 	return (s.unitTotal - s.inTF - time.Duration(s.calls)*wrapperCost) / time.Duration(s.n)
+}
+
+// spread is the median and the largest per-unit overhead, "n/a" without
+// per-unit figures.
+func (s scalePoint) spread() (median, highest string) {
+	if len(s.perUnit) == 0 {
+		return "n/a", "n/a"
+	}
+	d := slices.Clone(s.perUnit)
+	slices.Sort(d)
+	mid := d[len(d)/2]
+	if len(d)%2 == 0 {
+		mid = (d[len(d)/2-1] + mid) / 2
+	}
+	return millis(mid), millis(d[len(d)-1])
 }
 
 // scaling applies N fresh units at each parallelism with a warm provider
@@ -69,7 +88,7 @@ func (e *env) scaling(ctx context.Context, out io.Writer) error {
 				return err
 			}
 			fmt.Fprintf(e.log, "bench: scaling: %d units at parallelism %d...\n", n, p)
-			pt, err := e.scalePoint(ctx, filepath.Join(dir, fmt.Sprintf("n%d-p%d", n, p)), cache, n, p)
+			pt, err := e.scalePoint(ctx, filepath.Join(dir, fmt.Sprintf("n%d-p%d", n, p)), cache, n, p, cost)
 			if err != nil {
 				return fmt.Errorf("scaling, %d units at parallelism %d: %w", n, p, err)
 			}
@@ -79,8 +98,9 @@ func (e *env) scaling(ctx context.Context, out io.Writer) error {
 	}
 
 	fmt.Fprintf(out, "\n## Scaling: tfisolate runner, units whose apply waits %s\n\n", e.o.latency)
-	t := [][]string{{"units", "parallelism", "succeeded", "wall", "ideal", "wall / ideal", "in terraform per unit", "SDK overhead per unit", "terraform processes per unit", "downloads"}}
+	t := [][]string{{"units", "parallelism", "succeeded", "wall", "ideal", "wall / ideal", "in terraform per unit", "SDK overhead per unit: mean", "median", "max", "terraform processes per unit", "downloads"}}
 	for _, pt := range points {
+		med, highest := pt.spread()
 		t = append(t, []string{
 			fmt.Sprint(pt.n),
 			fmt.Sprint(pt.p),
@@ -90,11 +110,13 @@ func (e *env) scaling(ctx context.Context, out io.Writer) error {
 			ratio(pt.wall, pt.ideal),
 			secs(pt.inTF / time.Duration(pt.n)),
 			millis(pt.overhead(cost)),
+			med,
+			highest,
 			fmt.Sprintf("%.1f", float64(pt.calls)/float64(pt.n)),
 			fmt.Sprint(pt.downloads),
 		})
 	}
-	writeTable(out, t, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+	writeTable(out, t, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 	fmt.Fprintf(out, `
 How to read it: every run starts from fresh workdirs (new state) with a
 provider cache that already holds the provider. *ideal* is ceil(units /
@@ -103,9 +125,10 @@ the SDK took no time. *in terraform per unit* is the mean lifetime of the
 unit's terraform processes (version check, init, apply; the %s sleep
 included). *SDK overhead per unit* is the mean of (unit duration - time
 inside its terraform processes): workdir preparation and locking, provider
-setup from the cache, lock file, process start and output handling. It is
-measured by pointing the runner at a wrapper script that logs each
-terraform process's start and end; the wrapper's own cost (%s per process,
+setup from the cache, lock file, process start and output handling; median
+and max are over the units. It is measured by pointing the runner at a
+wrapper script that logs each terraform process's start, end and
+TF_DATA_DIR (which unit it belongs to); the wrapper's own cost (%s per process,
 a wrapped `+"`true`"+` against a plain one) is taken off. On a machine with
 few cores, terraform's CPU-bound init competes for them, which shows as
 time in terraform, not as SDK overhead.
@@ -113,7 +136,7 @@ time in terraform, not as SDK overhead.
 	return nil
 }
 
-func (e *env) scalePoint(ctx context.Context, dir string, cache *pluginc.Cache, n, p int) (scalePoint, error) {
+func (e *env) scalePoint(ctx context.Context, dir string, cache *pluginc.Cache, n, p int, wrapperCost time.Duration) (scalePoint, error) {
 	pt := scalePoint{n: n, p: p, ideal: time.Duration((n+p-1)/p) * e.o.latency}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return pt, err
@@ -159,9 +182,26 @@ func (e *env) scalePoint(ctx context.Context, dir string, cache *pluginc.Cache, 
 	if err != nil {
 		return pt, err
 	}
+	inTF, procs := map[string]time.Duration{}, map[string]int{}
 	for _, c := range calls {
 		pt.inTF += c.end.Sub(c.start)
+		inTF[c.dataDir] += c.end.Sub(c.start)
+		procs[c.dataDir]++
 	}
 	pt.calls = len(calls)
+	// Without a log dir the runner keeps a unit's log under its data dir
+	// (DATADIR/tfisolate-logs/CMD.log), which ties processes to units.
+	matched := 0
+	for _, r := range rep.Results {
+		dd := filepath.Dir(filepath.Dir(r.Log))
+		if _, ok := procs[dd]; !ok {
+			break
+		}
+		matched += procs[dd]
+		pt.perUnit = append(pt.perUnit, r.Duration-inTF[dd]-time.Duration(procs[dd])*wrapperCost)
+	}
+	if len(pt.perUnit) != len(rep.Results) || matched != len(calls) {
+		pt.perUnit = nil
+	}
 	return pt, ctx.Err()
 }

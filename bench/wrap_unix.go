@@ -33,7 +33,7 @@ trap 'kill -TERM $pid 2>/dev/null' TERM
 wait $pid
 rc=$?
 while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done
-printf '%%s %%s %%s\n' "$s" "$EPOCHREALTIME" "$1" >>%s
+printf '%%s %%s %%s\t%%s\n' "$s" "$EPOCHREALTIME" "$1" "$TF_DATA_DIR" >>%s
 exit $rc
 `
 
@@ -58,6 +58,7 @@ func newWrapper(dir, name, real string) (*wrapper, error) {
 // call is one terraform process the wrapper saw.
 type call struct {
 	cmd        string
+	dataDir    string // TF_DATA_DIR: which workdir, so which unit
 	start, end time.Time
 }
 
@@ -74,7 +75,8 @@ func (w *wrapper) calls() ([]call, error) {
 	var cs []call
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
+		head, dataDir, _ := strings.Cut(sc.Text(), "\t")
+		fs := strings.Fields(head)
 		if len(fs) < 2 {
 			return nil, fmt.Errorf("%s: bad line %q", w.log, sc.Text())
 		}
@@ -83,7 +85,7 @@ func (w *wrapper) calls() ([]call, error) {
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("%s: bad line %q", w.log, sc.Text())
 		}
-		c := call{start: s, end: e}
+		c := call{start: s, end: e, dataDir: dataDir}
 		if len(fs) > 2 {
 			c.cmd = fs[2]
 		}
