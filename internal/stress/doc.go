@@ -15,5 +15,6 @@
 //
 // Both skip under -short. Fuzz targets for names, paths, provider
 // addresses, constraints and lock files live beside the code they fuzz
-// (fuzz_test.go and fuzz_extra_test.go in workdir and pluginc).
+// (id_test.go, fuzz_test.go and fuzz_extra_test.go in workdir, pluginc and
+// runner).
 package stress

@@ -4,16 +4,17 @@ package stress
 
 import (
 	"os"
-	"path/filepath"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// watchCreate returns a channel closed once dir/name exists (it may exist
-// already), and a stop function. It waits on inotify rather than polling,
-// so the test acts the moment terraform creates the file.
-func watchCreate(dir, name string) (created <-chan struct{}, stop func(), err error) {
+// watchWritten returns a channel closed once a file named name has been
+// written (closed after writing, or renamed into place) in dir from now
+// on, and a stop function. A file already there does not count: it may be
+// the note of a terraform killed earlier. It waits on inotify rather than
+// polling, so the test acts the moment terraform has written the file.
+func watchWritten(dir, name string) (written <-chan struct{}, stop func(), err error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, nil, err
@@ -21,7 +22,7 @@ func watchCreate(dir, name string) (created <-chan struct{}, stop func(), err er
 	// Non-blocking and wrapped in an *os.File, reads park in the runtime
 	// poller and Close wakes them.
 	f := os.NewFile(uintptr(fd), "inotify")
-	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_MOVED_TO); err != nil {
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CLOSE_WRITE|unix.IN_MOVED_TO); err != nil {
 		f.Close()
 		return nil, nil, err
 	}
@@ -29,10 +30,6 @@ func watchCreate(dir, name string) (created <-chan struct{}, stop func(), err er
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			close(ch)
-			return
-		}
 		buf := make([]byte, 64<<10)
 		for {
 			n, err := f.Read(buf)

@@ -46,7 +46,9 @@ const (
 //     parallelism, so that earlier units are inside terraform apply. The
 //     others must succeed regardless, on the same instances: the victims'
 //     instance flocks and terraform's state locks died with them.
-//  3. One process applies everything with a fresh log dir: every unit
+//  3. One process applies everything (and one more instance, whose
+//     terraform was killed holding the state lock in a lone run, so its
+//     lock note is certainly there) with a fresh log dir: every unit
 //     succeeds without ever meeting a state lock, every state holds its
 //     resources, the cache holds one package whose files hash to the
 //     served zip, and a fresh cache finds it without a download. Exactly
@@ -87,6 +89,22 @@ func TestKillRunnersConverge(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrNotExist, "a package dir exists after a download was killed")
 	t.Logf("after the mid-download kill: temp files in the cache %v; processes left %v", tempFiles(w.cache), leftovers(w.dir))
 
+	// Phase 2a: a lone process on an instance of its own, killed while its
+	// terraform holds the state lock. Nothing else touches that instance
+	// until the final run, so terraform's lock note is certain to be there
+	// when the final run meets it.
+	lone := killInstances + 1
+	lv := &victim{k: 1, unitDone: make(chan struct{})}
+	lp := startProc(t, "lone process", w.config([]int{lone}, 1, killLatency), func(p *proc, m message) { lv.event(w, p, m) })
+	requireKilled(t, lp)
+	lv.wg.Wait()
+	require.NoError(t, lv.err)
+	require.True(t, lv.holding, "the lone process ended before its terraform took the state lock")
+	loneHome, err := w.home(demo.Instance(lone))
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(loneHome, "src", filepath.FromSlash(demo.Component), ".terraform.tfstate.lock.info"),
+		"terraform killed holding the lock leaves its note")
+
 	// Phase 2: random victims, each killed while terraform holds the state
 	// lock of its k-th applied unit.
 	victims := map[int]*victim{}
@@ -125,9 +143,9 @@ func TestKillRunnersConverge(t *testing.T) {
 	// local backend's lock is an fcntl lock on the state file, which died
 	// with the process, so they must not block.
 	t.Logf("before the final run: stale state lock notes %v", lockInfos(w.root))
-	final := cfg
+	final := w.config(span(lone), killParallelism, killLatency)
 	final.LogDir = filepath.Join(w.dir, "final-logs")
-	res := startProc(t, "final process", final, nil).requireSucceeded(t, killInstances)
+	res := startProc(t, "final process", final, nil).requireSucceeded(t, lone)
 	require.Zero(t, res.Downloads, "the final run downloaded the provider again")
 	reaped := 0
 	for _, u := range res.Results {
@@ -136,7 +154,7 @@ func TestKillRunnersConverge(t *testing.T) {
 		require.NotContains(t, string(log), "Error acquiring the state lock", "unit %s met a state lock in the final run", u.Unit)
 		reaped += strings.Count(string(log), "killed leftover process")
 	}
-	w.requireStates(t, instances)
+	w.requireStates(t, span(lone))
 	w.requireOneCompletePackage(t)
 	require.Equal(t, 2, w.prov.TotalDownloads(), "downloads in all")
 	// Terraform dies with its runner (tfexec's Pdeathsig), but the provider
@@ -148,9 +166,10 @@ func TestKillRunnersConverge(t *testing.T) {
 }
 
 // victim kills its process once it has reported k applies: when terraform
-// creates the state lock note in the k-th unit's dir (that terraform is
-// ours: the process holds the instance's flock for the whole unit), or at
-// the latest when that unit is done.
+// has written the state lock note in the k-th unit's dir, that is, holds
+// the state lock (that terraform is the victim's: the victim holds the
+// instance's flock for the whole unit), or at the latest when that unit is
+// done.
 type victim struct {
 	k        int
 	applies  int           // seen by the stdout reader only
@@ -180,14 +199,14 @@ func (v *victim) event(w *world, p *proc, m message) {
 		go func() {
 			defer v.wg.Done()
 			defer p.kill()
-			created, stop, err := watchCreate(dir, ".terraform.tfstate.lock.info")
+			written, stop, err := watchWritten(dir, ".terraform.tfstate.lock.info")
 			if err != nil {
 				v.err = fmt.Errorf("watch %s: %w", dir, err)
 				return
 			}
 			defer stop()
 			select {
-			case <-created:
+			case <-written:
 				v.holding = true
 			case <-v.unitDone:
 			case <-p.exited:
