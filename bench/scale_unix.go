@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/demo"
@@ -31,6 +32,10 @@ type scalePoint struct {
 	// perUnit is each unit's time outside terraform, when every process
 	// could be told to its unit (by TF_DATA_DIR); nil otherwise.
 	perUnit []time.Duration
+	// prepare and providers split perUnit (same order, same condition):
+	// workdir preparation (PhasePrepare to PhaseInit) and provider setup
+	// (PhaseInit to the unit's first terraform process).
+	prepare, providers []time.Duration
 }
 
 // overhead is the SDK's mean time per unit outside terraform: the units'
@@ -40,13 +45,12 @@ func (s scalePoint) overhead(wrapperCost time.Duration) time.Duration {
 	return (s.unitTotal - s.inTF - time.Duration(s.calls)*wrapperCost) / time.Duration(s.n)
 }
 
-// spread is the median and the largest per-unit overhead, "n/a" without
-// per-unit figures.
-func (s scalePoint) spread() (median, highest string) {
-	if len(s.perUnit) == 0 {
+// medianMax formats the median and the largest of ds, "n/a" for none.
+func medianMax(ds []time.Duration) (median, highest string) {
+	if len(ds) == 0 {
 		return "n/a", "n/a"
 	}
-	d := slices.Clone(s.perUnit)
+	d := slices.Clone(ds)
 	slices.Sort(d)
 	mid := d[len(d)/2]
 	if len(d)%2 == 0 {
@@ -98,9 +102,11 @@ func (e *env) scaling(ctx context.Context, out io.Writer) error {
 	}
 
 	fmt.Fprintf(out, "\n## Scaling: tfisolate runner, units whose apply waits %s\n\n", e.o.latency)
-	t := [][]string{{"units", "parallelism", "succeeded", "wall", "ideal", "wall / ideal", "in terraform per unit", "SDK overhead per unit: mean", "median", "max", "terraform processes per unit", "downloads"}}
+	t := [][]string{{"units", "parallelism", "succeeded", "wall", "ideal", "wall / ideal", "in terraform per unit", "SDK overhead per unit: mean", "median", "max", "median workdir prepare", "median provider setup", "terraform processes per unit", "downloads"}}
 	for _, pt := range points {
-		med, highest := pt.spread()
+		med, highest := medianMax(pt.perUnit)
+		prepMed, _ := medianMax(pt.prepare)
+		provMed, _ := medianMax(pt.providers)
 		t = append(t, []string{
 			fmt.Sprint(pt.n),
 			fmt.Sprint(pt.p),
@@ -112,11 +118,13 @@ func (e *env) scaling(ctx context.Context, out io.Writer) error {
 			millis(pt.overhead(cost)),
 			med,
 			highest,
+			prepMed,
+			provMed,
 			fmt.Sprintf("%.1f", float64(pt.calls)/float64(pt.n)),
 			fmt.Sprint(pt.downloads),
 		})
 	}
-	writeTable(out, t, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+	writeTable(out, t, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
 	fmt.Fprintf(out, `
 How to read it: every run starts from fresh workdirs (new state) with a
 provider cache that already holds the provider. *ideal* is ceil(units /
@@ -126,7 +134,11 @@ unit's terraform processes (version check, init, apply; the %s sleep
 included). *SDK overhead per unit* is the mean of (unit duration - time
 inside its terraform processes): workdir preparation and locking, provider
 setup from the cache, lock file, process start and output handling; median
-and max are over the units. It is measured by pointing the runner at a
+and max are over the units. Two parts of it come from the runner's events:
+*workdir prepare* (PhasePrepare to PhaseInit: instance lock, copying the
+component, generated files) and *provider setup* (PhaseInit to the unit's
+first terraform process: provider discovery, the shared setup from the
+cache, the lock file, starting the process). It is measured by pointing the runner at a
 wrapper script that logs each terraform process's start, end and
 TF_DATA_DIR (which unit it belongs to); the wrapper's own cost (%s per process,
 a wrapped `+"`true`"+` against a plain one) is taken off. On a machine with
@@ -152,11 +164,13 @@ func (e *env) scalePoint(ctx context.Context, dir string, cache *pluginc.Cache, 
 	if err != nil {
 		return pt, err
 	}
+	ev := &phaseTimes{at: map[string]map[runner.Phase]time.Time{}}
 	rn, err := runner.New(
 		runner.WithWorkdirs(wds),
 		runner.WithPluginCache(cache),
 		runner.WithTerraform(wrap.path),
 		runner.WithParallelism(p),
+		runner.WithEvents(ev.record),
 	)
 	if err != nil {
 		return pt, err
@@ -182,11 +196,14 @@ func (e *env) scalePoint(ctx context.Context, dir string, cache *pluginc.Cache, 
 	if err != nil {
 		return pt, err
 	}
-	inTF, procs := map[string]time.Duration{}, map[string]int{}
+	inTF, procs, first := map[string]time.Duration{}, map[string]int{}, map[string]time.Time{}
 	for _, c := range calls {
 		pt.inTF += c.end.Sub(c.start)
 		inTF[c.dataDir] += c.end.Sub(c.start)
 		procs[c.dataDir]++
+		if f, ok := first[c.dataDir]; !ok || c.start.Before(f) {
+			first[c.dataDir] = c.start
+		}
 	}
 	pt.calls = len(calls)
 	// Without a log dir the runner keeps a unit's log under its data dir
@@ -197,11 +214,48 @@ func (e *env) scalePoint(ctx context.Context, dir string, cache *pluginc.Cache, 
 		if _, ok := procs[dd]; !ok {
 			break
 		}
+		prep, init, ok := ev.span(r.Unit, runner.PhasePrepare, runner.PhaseInit)
+		if !ok {
+			break
+		}
 		matched += procs[dd]
 		pt.perUnit = append(pt.perUnit, r.Duration-inTF[dd]-time.Duration(procs[dd])*wrapperCost)
+		pt.prepare = append(pt.prepare, init.Sub(prep))
+		pt.providers = append(pt.providers, first[dd].Sub(init)-wrapperCost)
 	}
 	if len(pt.perUnit) != len(rep.Results) || matched != len(calls) {
-		pt.perUnit = nil
+		pt.perUnit, pt.prepare, pt.providers = nil, nil, nil
+	}
+	if len(pt.perUnit) > 0 {
+		i := slices.Index(pt.perUnit, slices.Max(pt.perUnit))
+		fmt.Fprintf(e.log, "bench:   most SDK time outside terraform: %s, %s (lock wait %s)\n",
+			rep.Results[i].Unit, millis(pt.perUnit[i]), millis(rep.Results[i].LockWait))
 	}
 	return pt, ctx.Err()
+}
+
+// phaseTimes records when each unit entered each phase.
+type phaseTimes struct {
+	mu sync.Mutex
+	at map[string]map[runner.Phase]time.Time
+}
+
+func (p *phaseTimes) record(ev runner.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.at[ev.Unit] == nil {
+		p.at[ev.Unit] = map[runner.Phase]time.Time{}
+	}
+	if _, seen := p.at[ev.Unit][ev.Phase]; !seen {
+		p.at[ev.Unit][ev.Phase] = ev.Time
+	}
+}
+
+// span returns when unit entered phases a and b, if it entered both.
+func (p *phaseTimes) span(unit string, a, b runner.Phase) (ta, tb time.Time, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ta, okA := p.at[unit][a]
+	tb, okB := p.at[unit][b]
+	return ta, tb, okA && okB
 }
