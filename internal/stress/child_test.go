@@ -125,5 +125,8 @@ func applyAsChild(cfg childConfig) error {
 			res.Results = append(res.Results, ur)
 		}
 	}
-	return enc.Encode(message{Done: res})
+	if err := enc.Encode(message{Done: res}); err != nil {
+		return err
+	}
+	return runErr
 }

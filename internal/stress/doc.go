@@ -12,8 +12,12 @@
 //     and mid-apply (victims and moments from a logged seed), then run
 //     again: everything converges, no torn provider, no lost state, no
 //     stale lock that blocks.
+//   - TestInterruptedRunnersReleaseLocks: runner processes get SIGTERM while
+//     their terraform holds a state lock: units end Canceled (never
+//     Failed), every state lock is released, nothing is left running, and
+//     the next run converges.
 //
-// Both skip under -short. Fuzz targets for names, paths, provider
+// All skip under -short. Fuzz targets for names, paths, provider
 // addresses, constraints and lock files live beside the code they fuzz
 // (id_test.go, fuzz_test.go and fuzz_extra_test.go in workdir, pluginc and
 // runner).

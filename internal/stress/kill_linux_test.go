@@ -172,6 +172,7 @@ func TestKillRunnersConverge(t *testing.T) {
 // done.
 type victim struct {
 	k        int
+	stop     func(*proc)   // how to stop it; nil: SIGKILL its process group
 	applies  int           // seen by the stdout reader only
 	unit     string        // the k-th unit; written before wg.Add
 	unitDone chan struct{} // closed when unit is done
@@ -195,10 +196,14 @@ func (v *victim) event(w *world, p *proc, m message) {
 			return
 		}
 		dir := filepath.Join(home, "src", filepath.FromSlash(demo.Component))
+		stopProc := v.stop
+		if stopProc == nil {
+			stopProc = (*proc).kill
+		}
 		v.wg.Add(1)
 		go func() {
 			defer v.wg.Done()
-			defer p.kill()
+			defer stopProc(p)
 			written, stop, err := watchWritten(dir, ".terraform.tfstate.lock.info")
 			if err != nil {
 				v.err = fmt.Errorf("watch %s: %w", dir, err)
