@@ -2,7 +2,7 @@
 // its own. The tests run real OS processes (the test binary re-executed as
 // runner processes), real terraform, the real test provider and the
 // loopback registry, and check the SDK's cross-process guarantees under
-// load and under SIGKILL:
+// load, SIGKILL and SIGTERM:
 //
 //   - TestStressProcesses: four processes apply the same 25 instances from
 //     one workdir root and one empty provider cache, three rounds over:
