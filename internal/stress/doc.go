@@ -16,6 +16,9 @@
 //     their terraform holds a state lock: units end Canceled (never
 //     Failed), every state lock is released, nothing is left running, and
 //     the next run converges.
+//   - TestHostilePaths: workdir root, provider cache and component source
+//     under directory names with quotes, backslashes, control characters,
+//     non-ASCII and shell or HCL template syntax still apply.
 //
 // All skip under -short. Fuzz targets for names, paths, provider
 // addresses, constraints and lock files live beside the code they fuzz

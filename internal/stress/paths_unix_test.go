@@ -21,7 +21,7 @@ import (
 
 // TestHostilePaths applies two instances with the workdir root, the
 // provider cache and the component source all under a directory whose name
-// breaks naive quoting. The SDK writes these paths into the CLI config
+// breaks naive quoting or escaping. The SDK writes these paths into the CLI config
 // (HCL) and hands them to terraform through the environment; every unit
 // must still succeed.
 func TestHostilePaths(t *testing.T) {
@@ -31,6 +31,7 @@ func TestHostilePaths(t *testing.T) {
 	for _, tc := range []struct{ name, dir string }{
 		{"quoting", `odd "q" \ 'a' ü $HOME`},
 		{"template sequences", `odd ${x} %{y}`},
+		{"control characters", "odd\nline\ttab"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
