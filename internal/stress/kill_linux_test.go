@@ -73,8 +73,8 @@ func TestKillRunnersConverge(t *testing.T) {
 	}
 	select {
 	case <-gate.Started():
-	case <-procs[0].exited:
-		t.Fatalf("a process ended before any download was held: %v\n%s", procs[0].err, procs[0].stderr.String())
+	case p := <-firstExit(procs):
+		t.Fatalf("%s ended before any download was held: %v\n%s", p.name, p.err, p.stderr.String())
 	}
 	for _, p := range procs {
 		p.kill()
@@ -220,6 +220,16 @@ func (v *victim) event(w *world, p *proc, m message) {
 	case m.Phase == "done" && v.unit != "" && m.Unit == v.unit:
 		v.doneOnce.Do(func() { close(v.unitDone) })
 	}
+}
+
+// firstExit delivers the first of procs to exit. Its goroutines end when
+// the processes do (at the latest at cleanup, which kills them).
+func firstExit(procs []*proc) <-chan *proc {
+	ch := make(chan *proc, len(procs))
+	for _, p := range procs {
+		go func() { <-p.exited; ch <- p }()
+	}
+	return ch
 }
 
 // requireKilled waits for p and checks it died of SIGKILL (not of an error
