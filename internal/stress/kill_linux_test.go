@@ -23,7 +23,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 )
 
-var killSeed = flag.Uint64("stress.seed", 5, "seed choosing which runner processes TestKillRunnersConverge kills, and when")
+var killSeed = flag.Uint64("stress.seed", 6, "seed choosing which runner processes TestKillRunnersConverge kills, and when")
 
 const (
 	killProcs       = 3
@@ -42,10 +42,12 @@ const (
 //     first package download mid-body, and all three are killed there.
 //     The cache must not hold the package (absent, not torn).
 //  2. Three processes start again; one or two of them (seeded, logged)
-//     are killed once they have reported their k-th apply, k past the
-//     parallelism, so that earlier units are inside terraform apply. The
-//     others must succeed regardless, on the same instances: the victims'
-//     instance flocks and terraform's state locks died with them.
+//     are killed in the k-th unit to reach a phase (k past the
+//     parallelism, so other units are in flight too): as its workdir is
+//     prepared, as its terraform init starts, or while its terraform apply
+//     holds the state lock. The others must succeed regardless, on the
+//     same instances: the victims' instance flocks and terraform's state
+//     locks died with them.
 //  3. One process applies everything (and one more instance, whose
 //     terraform was killed holding the state lock in a lone run, so its
 //     lock note is certainly there) with a fresh log dir: every unit
@@ -105,14 +107,17 @@ func TestKillRunnersConverge(t *testing.T) {
 	require.FileExists(t, filepath.Join(loneHome, "src", filepath.FromSlash(demo.Component), ".terraform.tfstate.lock.info"),
 		"terraform killed holding the lock leaves its note")
 
-	// Phase 2: random victims, each killed while terraform holds the state
-	// lock of its k-th applied unit.
+	// Phase 2: random victims, each killed in a random phase of its k-th
+	// unit to reach it: as the unit's (cold) workdir is being prepared, as
+	// its terraform init starts, or while its terraform apply holds the
+	// state lock.
 	victims := map[int]*victim{}
 	for _, i := range rng.Perm(killProcs)[:1+rng.IntN(killProcs-1)] {
-		victims[i] = &victim{k: killParallelism + 1 + rng.IntN(killParallelism), unitDone: make(chan struct{})}
+		phase := []string{"prepare", "init", "apply"}[rng.IntN(3)]
+		victims[i] = &victim{phase: phase, k: killParallelism + 1 + rng.IntN(killParallelism), unitDone: make(chan struct{})}
 	}
 	for i, v := range victims {
-		t.Logf("victim: process %d, killed inside the apply of the %d-th unit it applies", i, v.k)
+		t.Logf("victim: process %d, killed in the %s phase of the %d-th unit to reach it", i, v.phase, v.k)
 	}
 	procs = procs[:0]
 	for i := range killProcs {
@@ -132,8 +137,10 @@ func TestKillRunnersConverge(t *testing.T) {
 		v.wg.Wait()
 		require.NoError(t, v.err)
 		require.NotEmpty(t, v.unit, "victim %d was not killed by the test", i)
-		require.True(t, v.holding, "victim %d: %s ended before its terraform took the state lock", i, v.unit)
-		t.Logf("victim %d killed holding the state lock of %s; lock notes now: %v", i, v.unit, lockInfos(w.root))
+		if v.phase == "apply" {
+			require.True(t, v.holding, "victim %d: %s ended before its terraform took the state lock", i, v.unit)
+		}
+		t.Logf("victim %d killed in the %s phase of %s; lock notes now: %v", i, v.phase, v.unit, lockInfos(w.root))
 	}
 	require.Equal(t, 2, w.prov.TotalDownloads(), "downloads after the second phase")
 	t.Logf("after the mid-apply kills: state lock info files %v; processes left %v", lockInfos(w.root), leftovers(w.dir))
@@ -165,15 +172,17 @@ func TestKillRunnersConverge(t *testing.T) {
 	require.Empty(t, leftovers(w.dir), "processes left running under the test dir")
 }
 
-// victim kills its process once it has reported k applies: when terraform
-// has written the state lock note in the k-th unit's dir, that is, holds
-// the state lock (that terraform is the victim's: the victim holds the
-// instance's flock for the whole unit), or at the latest when that unit is
-// done.
+// victim stops its process in the k-th unit to reach phase. For "prepare"
+// and "init" that is as soon as the process reports the phase. For
+// "apply" (the default) it is once terraform has written the state lock
+// note in the unit's dir, that is, holds the state lock (that terraform
+// is the victim's: the victim holds the instance's flock for the whole
+// unit), or at the latest when the unit is done.
 type victim struct {
+	phase    string // "prepare", "init" or "apply" (empty)
 	k        int
 	stop     func(*proc)   // how to stop it; nil: SIGKILL its process group
-	applies  int           // seen by the stdout reader only
+	seen     int           // units that reached phase; seen by the stdout reader only
 	unit     string        // the k-th unit; written before wg.Add
 	unitDone chan struct{} // closed when unit is done
 	doneOnce sync.Once
@@ -184,11 +193,19 @@ type victim struct {
 
 func (v *victim) event(w *world, p *proc, m message) {
 	switch {
-	case m.Phase == "apply":
-		if v.applies++; v.applies != v.k {
+	case m.Phase == v.phase || v.phase == "" && m.Phase == "apply":
+		if v.seen++; v.seen != v.k {
 			return
 		}
 		v.unit = m.Unit
+		stopProc := v.stop
+		if stopProc == nil {
+			stopProc = (*proc).kill
+		}
+		if m.Phase != "apply" {
+			stopProc(p)
+			return
+		}
 		home, err := w.home(strings.TrimPrefix(m.Unit, demo.Stack+"/"))
 		if err != nil {
 			v.err = err
@@ -196,10 +213,6 @@ func (v *victim) event(w *world, p *proc, m message) {
 			return
 		}
 		dir := filepath.Join(home, "src", filepath.FromSlash(demo.Component))
-		stopProc := v.stop
-		if stopProc == nil {
-			stopProc = (*proc).kill
-		}
 		v.wg.Add(1)
 		go func() {
 			defer v.wg.Done()
