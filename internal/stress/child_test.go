@@ -33,6 +33,7 @@ type childConfig struct {
 type message struct {
 	Unit   string       `json:",omitempty"`
 	Phase  string       `json:",omitempty"`
+	Time   time.Time    `json:",omitzero"` // wall clock: comparable across processes
 	Status string       `json:",omitempty"`
 	Err    string       `json:",omitempty"`
 	Done   *childResult `json:",omitempty"`
@@ -93,7 +94,7 @@ func applyAsChild(cfg childConfig) error {
 		runner.WithParallelism(cfg.Parallelism),
 		runner.WithLockTimeout(cfg.LockTimeout),
 		runner.WithEvents(func(e runner.Event) {
-			m := message{Unit: e.Unit, Phase: e.Phase.String(), Status: e.Status.String()}
+			m := message{Unit: e.Unit, Phase: e.Phase.String(), Status: e.Status.String(), Time: e.Time.Round(0)}
 			if e.Err != nil {
 				m.Err = e.Err.Error()
 			}

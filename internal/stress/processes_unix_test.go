@@ -4,6 +4,7 @@ package stress
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +28,9 @@ const (
 // four contenders every round, the provider package's flock has four in
 // the first round, and every process computes its lock file while the
 // others run terraform in the same cache), and "zero failures" then means
-// every process waited its turn instead of failing on a held lock.
+// every process waited its turn instead of failing on a held lock. The
+// events of all processes also show that no two of them ever ran one
+// instance at once.
 func TestStressProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stress test; skipped under -short")
@@ -38,9 +41,10 @@ func TestStressProcesses(t *testing.T) {
 	var downloads int64
 	for round := 1; round <= stressRounds; round++ {
 		start := time.Now()
+		rec := &spans{open: map[string]time.Time{}, closed: map[string][]holdSpan{}}
 		procs := make([]*proc, stressProcs)
 		for i := range procs {
-			procs[i] = startProc(t, fmt.Sprintf("round %d process %d", round, i), cfg, nil)
+			procs[i] = startProc(t, fmt.Sprintf("round %d process %d", round, i), cfg, rec.add)
 		}
 		var waited time.Duration
 		for _, p := range procs {
@@ -50,6 +54,7 @@ func TestStressProcesses(t *testing.T) {
 				waited += u.LockWait
 			}
 		}
+		rec.requireDisjoint(t)
 		t.Logf("round %d: %d processes x %d instances in %s (lock waits summed over units: %s)",
 			round, stressProcs, stressInstances, time.Since(start).Round(time.Millisecond), waited.Round(time.Millisecond))
 		// Exactly one download of the one package, in the first round,
@@ -59,4 +64,56 @@ func TestStressProcesses(t *testing.T) {
 	}
 	w.requireStates(t, instances)
 	w.requireOneCompletePackage(t)
+}
+
+// holdSpan is a stretch of time in which a process certainly held a unit's
+// instance lock: from its init event (sent after the workdir, and with it
+// the lock, was taken) to its apply event (the lock is released only
+// after terraform apply has ended).
+type holdSpan struct {
+	proc       string
+	start, end time.Time
+}
+
+// spans collects the spans of every unit from the events of all
+// processes; add runs on each process's stdout reader.
+type spans struct {
+	mu     sync.Mutex
+	open   map[string]time.Time  // proc + unit -> init time
+	closed map[string][]holdSpan // unit -> spans of all processes
+}
+
+func (s *spans) add(p *proc, m message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := p.name + "\x00" + m.Unit
+	switch m.Phase {
+	case "init":
+		s.open[key] = m.Time
+	case "apply":
+		s.closed[m.Unit] = append(s.closed[m.Unit], holdSpan{proc: p.name, start: s.open[key], end: m.Time})
+	}
+}
+
+// requireDisjoint checks that no two processes held one instance at once
+// (at most one run per instance at a time, across processes). The clock is
+// the wall clock, which every process on the machine shares.
+func (s *spans) requireDisjoint(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.closed, stressInstances, "units with spans")
+	for unit, ss := range s.closed {
+		require.Len(t, ss, stressProcs, "runs of %s", unit)
+		for i, a := range ss {
+			require.False(t, a.start.IsZero() || a.end.Before(a.start), "%s: bad span %+v", unit, a)
+			for _, b := range ss[i+1:] {
+				if a.start.Before(b.end) && b.start.Before(a.end) {
+					t.Fatalf("%s ran in %s (%s - %s) and %s (%s - %s) at once", unit,
+						a.proc, a.start.Format(time.StampMicro), a.end.Format(time.StampMicro),
+						b.proc, b.start.Format(time.StampMicro), b.end.Format(time.StampMicro))
+				}
+			}
+		}
+	}
 }
