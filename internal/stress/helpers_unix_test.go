@@ -36,6 +36,7 @@ const servedVersion = "1.1.0"
 type world struct {
 	dir, tf, source, root, cache, caFile string
 	prov                                 *demo.Provider
+	infra                                map[string]string // the source tree as first written
 }
 
 // newWorld serves the demo provider (built once per test binary) from a
@@ -53,6 +54,7 @@ func newWorld(t *testing.T) *world {
 	require.NoError(t, prov.WriteCAFile(w.caFile))
 	w.source, err = demo.WriteInfra(filepath.Join(w.dir, "infra"))
 	require.NoError(t, err)
+	w.infra = treeSnapshot(t, filepath.Join(w.dir, "infra"))
 	w.root = filepath.Join(w.dir, "workdirs")
 	w.cache = filepath.Join(w.dir, "plugin-cache")
 	return w
@@ -152,6 +154,34 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
+// treeSnapshot maps every entry under dir to its mode, mtime and content,
+// so that any write shows.
+func treeSnapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		v := fi.Mode().String() + " " + fi.ModTime().String()
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			v += " " + string(b)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = v
+		return nil
+	}))
+	return out
+}
+
 // home is the directory of a demo instance's workdir.
 func (w *world) home(instance string) (string, error) {
 	wds, err := workdir.New(w.root)
@@ -203,6 +233,13 @@ func (w *world) requireStates(t *testing.T, instances []int) {
 		require.Contains(t, got, "module.redis.terraform_data.provisioning")
 	}
 	require.Contains(t, string(lockFile), fmt.Sprintf("version     = %q", servedVersion))
+	require.Equal(t, w.infra, treeSnapshot(t, filepath.Join(w.dir, "infra")), "the component source was written to")
+	require.NoError(t, filepath.WalkDir(w.root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".tfisolate-tmp-") {
+			return fmt.Errorf("temp file left in a workdir: %s", p)
+		}
+		return err
+	}))
 	scratch, err := os.ReadDir(filepath.Join(w.root, ".tmp"))
 	if err == nil {
 		var names []string
