@@ -143,7 +143,7 @@ func TestKillRunnersConverge(t *testing.T) {
 		t.Logf("victim %d killed in the %s phase of %s; lock notes now: %v", i, v.phase, v.unit, lockInfos(w.root))
 	}
 	require.Equal(t, 2, w.prov.TotalDownloads(), "downloads after the second phase")
-	t.Logf("after the mid-apply kills: state lock info files %v; processes left %v", lockInfos(w.root), leftovers(w.dir))
+	t.Logf("after the phase 2 kills: state lock notes %v; processes left %v", lockInfos(w.root), leftovers(w.dir))
 
 	// Phase 3: one run to completion, which must meet no stale lock.
 	// Terraform's lock notes of killed applies may still be there; the
