@@ -1,12 +1,10 @@
 package pluginc
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
-
-	"github.com/hashicorp/hcl/v2/hclwrite"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // CLIConfig returns a Terraform CLI configuration that installs every
@@ -15,23 +13,38 @@ import (
 // dir and never writes to the cache), and everything else directly. It
 // never sets plugin_cache_dir: Terraform's own cache writes are not safe
 // under concurrency. Call it after Ensure so the providers are present.
+//
+// The configuration is in JSON syntax, which Terraform's CLI config parser
+// reads as well as its native syntax. Terraform parses CLI configs with
+// HCL 1, whose quoted strings cannot carry every path (it copies "${...}"
+// through without unescaping); JSON strings carry any path exactly.
 func (c *Cache) CLIConfig() []byte {
-	provs := c.cachedProviders()
-	f := hclwrite.NewEmptyFile()
-	pi := f.Body().AppendNewBlock("provider_installation", nil).Body()
-	if len(provs) > 0 {
-		list := make([]cty.Value, len(provs))
-		for i, p := range provs {
-			list[i] = cty.StringVal(p)
+	type (
+		mirror struct {
+			Path    string   `json:"path"`
+			Include []string `json:"include"`
 		}
-		fm := pi.AppendNewBlock("filesystem_mirror", nil).Body()
-		fm.SetAttributeValue("path", cty.StringVal(filepath.ToSlash(c.dir)))
-		fm.SetAttributeValue("include", cty.ListVal(list))
-		pi.AppendNewBlock("direct", nil).Body().SetAttributeValue("exclude", cty.ListVal(list))
+		direct struct {
+			Exclude []string `json:"exclude,omitempty"`
+		}
+		method struct {
+			FilesystemMirror []mirror `json:"filesystem_mirror,omitempty"`
+			Direct           []direct `json:"direct"`
+		}
+	)
+	// HCL 1's JSON form spells every block as a list of objects.
+	var m method
+	if provs := c.cachedProviders(); len(provs) > 0 {
+		m.FilesystemMirror = []mirror{{Path: filepath.ToSlash(c.dir), Include: provs}}
+		m.Direct = []direct{{Exclude: provs}}
 	} else {
-		pi.AppendNewBlock("direct", nil)
+		m.Direct = []direct{{}}
 	}
-	return f.Bytes()
+	b, err := json.MarshalIndent(map[string][]method{"provider_installation": {m}}, "", "  ")
+	if err != nil {
+		panic(err) // strings and slices only: cannot fail
+	}
+	return append(b, '\n')
 }
 
 // cachedProviders lists HOST/NS/TYPE of every provider with at least one

@@ -1,6 +1,7 @@
 package pluginc
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,22 +64,35 @@ func TestParseLockFileErrors(t *testing.T) {
 }
 
 func TestCLIConfig(t *testing.T) {
-	c, err := Open(t.TempDir(), WithSource(FilesystemMirror(t.TempDir())))
+	type block struct {
+		FilesystemMirror []struct {
+			Path    string
+			Include []string
+		} `json:"filesystem_mirror"`
+		Direct []struct{ Exclude []string }
+	}
+	parse := func(c *Cache) block {
+		var cfg map[string][]block
+		require.NoError(t, json.Unmarshal(c.CLIConfig(), &cfg), string(c.CLIConfig()))
+		require.Len(t, cfg, 1, "only provider_installation, never plugin_cache_dir")
+		require.Len(t, cfg["provider_installation"], 1)
+		return cfg["provider_installation"][0]
+	}
+	// A path that HCL 1's quoted strings cannot carry.
+	dir := filepath.Join(t.TempDir(), `odd ${x} %{y} "q" \ dir`)
+	c, err := Open(dir, WithSource(FilesystemMirror(t.TempDir())))
 	require.NoError(t, err)
-	require.Equal(t, "provider_installation {\n  direct {\n  }\n}\n", string(c.CLIConfig()))
-	require.NotContains(t, string(c.CLIConfig()), "plugin_cache_dir")
+	empty := parse(c)
+	require.Empty(t, empty.FilesystemMirror)
+	require.Len(t, empty.Direct, 1)
+	require.Empty(t, empty.Direct[0].Exclude)
 
 	// A complete package in the cache turns it into a mirror for that provider only.
 	p := Provider{Hostname: "example.test", Namespace: "acme", Type: "demo"}
 	require.NoError(t, os.MkdirAll(filepath.Join(c.Dir(), p.Hostname, p.Namespace, p.Type, "1.0.0", "linux_amd64"), 0o755))
-	want := "provider_installation {\n" +
-		"  filesystem_mirror {\n" +
-		"    path    = \"" + filepath.ToSlash(c.Dir()) + "\"\n" +
-		"    include = [\"example.test/acme/demo\"]\n" +
-		"  }\n" +
-		"  direct {\n" +
-		"    exclude = [\"example.test/acme/demo\"]\n" +
-		"  }\n" +
-		"}\n"
-	require.Equal(t, want, string(c.CLIConfig()))
+	got := parse(c)
+	require.Len(t, got.FilesystemMirror, 1)
+	require.Equal(t, filepath.ToSlash(c.Dir()), got.FilesystemMirror[0].Path)
+	require.Equal(t, []string{"example.test/acme/demo"}, got.FilesystemMirror[0].Include)
+	require.Equal(t, []string{"example.test/acme/demo"}, got.Direct[0].Exclude)
 }
