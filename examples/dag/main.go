@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/demo"
-	"github.com/tfisolate/tfisolate/internal/tfbin"
 	"github.com/tfisolate/tfisolate/runner"
 	"github.com/tfisolate/tfisolate/workdir"
 )
@@ -76,16 +75,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.padding < 0 {
 		return nil, fmt.Errorf("-provider-size %d: want 0 or more", o.padding)
 	}
-	if o.root == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			return nil, fmt.Errorf("no -root given and no user cache dir: %w", err)
-		}
-		o.root = filepath.Join(c, "tfisolate", "examples", "dag")
-	}
-	root, err := filepath.Abs(o.root)
+	root, err := demo.Root(o.root, "dag")
 	if err != nil {
-		return nil, fmt.Errorf("-root %q: %w", o.root, err)
+		return nil, err
 	}
 	o.root = root
 	return o, nil
@@ -97,9 +89,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "root: %s\n", o.root)
-	tf, err := tfbin.Find(ctx, filepath.Join(o.root, "terraform"))
+	tf, err := demo.Terraform(ctx, o.root)
 	if err != nil {
-		return fmt.Errorf("terraform is not on PATH and could not be installed (%v): install Terraform 1.5 or newer from HashiCorp and put it on PATH", err)
+		return err
 	}
 	source, err := demo.WriteInfra(filepath.Join(o.root, "infra"))
 	if err != nil {

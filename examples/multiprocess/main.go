@@ -25,9 +25,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/tfisolate/tfisolate/internal/demo"
 )
 
 func main() {
@@ -94,16 +95,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.parallelism == 0 {
 		o.parallelism = o.per
 	}
-	if o.root == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			return nil, fmt.Errorf("no -root given and no user cache dir: %w", err)
-		}
-		o.root = filepath.Join(c, "tfisolate", "examples", "multiprocess")
-	}
-	root, err := filepath.Abs(o.root)
+	root, err := demo.Root(o.root, "multiprocess")
 	if err != nil {
-		return nil, fmt.Errorf("-root %q: %w", o.root, err)
+		return nil, err
 	}
 	o.root = root
 	return o, nil

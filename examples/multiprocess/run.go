@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/demo"
-	"github.com/tfisolate/tfisolate/internal/tfbin"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -61,9 +60,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("find own executable to start workers: %w", err)
 	}
-	tf, err := tfbin.Find(ctx, filepath.Join(o.root, "terraform"))
+	tf, err := demo.Terraform(ctx, o.root)
 	if err != nil {
-		return fmt.Errorf("terraform is not on PATH and could not be installed (%v): install Terraform 1.5 or newer from HashiCorp and put it on PATH", err)
+		return err
 	}
 	source, err := demo.WriteInfra(filepath.Join(o.root, "infra"))
 	if err != nil {

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/demo"
-	"github.com/tfisolate/tfisolate/internal/tfbin"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/runner"
 	"github.com/tfisolate/tfisolate/workdir"
@@ -100,16 +99,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.live != "auto" && o.live != "live" && o.live != "lines" {
 		return nil, fmt.Errorf("-progress %q: want auto, live or lines", o.live)
 	}
-	if o.root == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			return nil, fmt.Errorf("no -root given and no user cache dir: %w", err)
-		}
-		o.root = filepath.Join(c, "tfisolate", "examples", "parallel")
-	}
-	root, err := filepath.Abs(o.root)
+	root, err := demo.Root(o.root, "parallel")
 	if err != nil {
-		return nil, fmt.Errorf("-root %q: %w", o.root, err)
+		return nil, err
 	}
 	o.root = root
 	return o, nil
@@ -127,7 +119,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(say, "root: %s\n", o.root)
 
-	tf, err := findTerraform(ctx, o.root)
+	tf, err := demo.Terraform(ctx, o.root)
 	if err != nil {
 		return err
 	}
@@ -202,14 +194,4 @@ func unitIDs(units []runner.Unit) []string {
 		ids[i] = u.Workdir.Stack + "/" + u.Workdir.Instance
 	}
 	return ids
-}
-
-// findTerraform finds terraform on PATH or installs a pinned release under
-// root; when neither works, one sentence says how to get it.
-func findTerraform(ctx context.Context, root string) (string, error) {
-	p, err := tfbin.Find(ctx, filepath.Join(root, "terraform"))
-	if err != nil {
-		return "", fmt.Errorf("terraform is not on PATH and could not be installed (%v): install Terraform 1.5 or newer from HashiCorp and put it on PATH", err)
-	}
-	return p, nil
 }
