@@ -22,10 +22,11 @@ const lockFileName = ".terraform.lock.hcl"
 // dependency lock file in dir are kept (Requirement.Locked), as terraform
 // init would without -upgrade.
 //
-// Remote modules are not fetched here: providers only they require are not
-// in the lock file and terraform init installs them directly, outside the
-// shared cache.
-func discover(dir string) ([]pluginc.Requirement, error) {
+// When manifest names a modules.json (the unit's installed remote
+// modules), every module it records is read too, so providers that only
+// remote modules require also come from the shared cache and go into the
+// lock file.
+func discover(dir, manifest string) ([]pluginc.Requirement, error) {
 	type req struct {
 		constraints []string
 	}
@@ -82,6 +83,28 @@ func discover(dir string) ([]pluginc.Requirement, error) {
 	}
 	if err := visit(dir); err != nil {
 		return nil, err
+	}
+	if manifest != "" {
+		b, err := os.ReadFile(manifest)
+		if err != nil {
+			return nil, err
+		}
+		recs, err := parseManifest(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", manifest, err)
+		}
+		for _, rec := range recs {
+			if rec.Key == "" {
+				continue // the root module
+			}
+			d := filepath.FromSlash(rec.Dir)
+			if !filepath.IsAbs(d) {
+				d = filepath.Join(dir, d)
+			}
+			if err := visit(d); err != nil {
+				return nil, fmt.Errorf("module %q (%s): %w", rec.Key, rec.Source, err)
+			}
+		}
 	}
 	locked := map[pluginc.Provider]pluginc.Lock{}
 	switch b, err := os.ReadFile(filepath.Join(dir, lockFileName)); {

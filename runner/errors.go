@@ -31,6 +31,10 @@ var (
 	// ErrInit is wrapped by the error of a unit whose shared (singleflight)
 	// provider setup failed; the leader's cause is wrapped too.
 	ErrInit = errors.New("provider setup failed")
+	// ErrModules is wrapped by the error of a unit whose shared
+	// (singleflight) fetch of remote modules failed; the leader's cause is
+	// wrapped too.
+	ErrModules = errors.New("module fetch failed")
 	// ErrStateLocked reports a state lock still held by someone else when
 	// the lock timeout ran out.
 	ErrStateLocked = errors.New("state locked")

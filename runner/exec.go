@@ -22,7 +22,9 @@ type runState struct {
 	r       *Runner
 	tmp     string // CLI config files for this run
 	out     *combined
-	flights flights
+	flights flights[setup]
+	// modFlights fetches remote modules once per module key.
+	modFlights flights[modSnapshot]
 }
 
 func (r *Runner) newRunState() (*runState, error) {
@@ -31,6 +33,7 @@ func (r *Runner) newRunState() (*runState, error) {
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
 	rs := &runState{r: r, tmp: tmp}
+	rs.modFlights.kind = ErrModules
 	if r.output != nil {
 		rs.out = &combined{w: r.output}
 	}
@@ -41,11 +44,12 @@ func (rs *runState) close() error { return os.RemoveAll(rs.tmp) }
 
 // unitRun is one unit's real execution.
 type unitRun struct {
-	r   *Runner
-	rs  *runState
-	j   *job
-	res *Result
-	out *unitOutput
+	r              *Runner
+	rs             *runState
+	j              *job
+	res            *Result
+	out            *unitOutput
+	stdout, stderr *lineWriter
 }
 
 // runUnit prepares the unit's workdir (taking the instance lock), sets up
@@ -79,9 +83,9 @@ func (rs *runState) runUnit(ctx context.Context, j *job) (err error) {
 	defer func() { err = errors.Join(err, logFile.Close()) }()
 	x.res.Log = logPath
 	x.out = newUnitOutput(j.res.Unit, rs.out, logFile)
-	stdout, stderr := x.out.stream(), x.out.stream()
-	defer stdout.flush()
-	defer stderr.flush()
+	x.stdout, x.stderr = x.out.stream(), x.out.stream()
+	defer x.stdout.flush()
+	defer x.stderr.flush()
 	// Runs before the instance lock is released, after terraform is gone.
 	defer func() {
 		for _, p := range reapLeftovers(w.DataDir) {
@@ -91,23 +95,21 @@ func (rs *runState) runUnit(ctx context.Context, j *job) (err error) {
 	}()
 
 	j.emit(PhaseInit)
+	// Remote modules first: the providers they require are only known
+	// once they are on disk.
+	manifest, err := x.modules(ctx, w)
+	if err != nil {
+		return err
+	}
 	cliConfig := ""
 	if r.cache != nil {
-		if cliConfig, err = x.providers(ctx, w.Dir); err != nil {
+		if cliConfig, err = x.providers(ctx, w.Dir, manifest); err != nil {
 			return err
 		}
 	}
-	tf, err := tfexec.NewTerraform(w.Dir, r.tfPath)
+	tf, err := x.terraform(ctx, w.Dir, unitEnv(w.Env(), cliConfig))
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNoTerraform, err)
-	}
-	if err := tf.SetEnv(unitEnv(w.Env(), cliConfig)); err != nil {
-		return fmt.Errorf("terraform environment: %w", err)
-	}
-	tf.SetStdout(stdout)
-	tf.SetStderr(stderr)
-	if err := tf.SetWaitDelay(r.grace); err != nil {
-		r.logger.WarnContext(ctx, "no graceful interrupt on this platform", "unit", j.res.Unit, "err", err)
+		return err
 	}
 	// terraform init takes no -lock-timeout since 0.15; it does not lock
 	// the state unless it migrates it.
@@ -144,11 +146,12 @@ func (rs *runState) runUnit(ctx context.Context, j *job) (err error) {
 	return nil
 }
 
-// providers discovers the unit's provider requirements, gets the lock file
-// and CLI config from the singleflight leader for that requirement set,
-// writes the lock file into the workdir, and returns the CLI config path.
-func (x *unitRun) providers(ctx context.Context, dir string) (string, error) {
-	reqs, err := discover(dir)
+// providers discovers the unit's provider requirements (with the remote
+// modules its manifest records, if any), gets the lock file from the
+// singleflight leader for that requirement set and writes it into the
+// workdir. It returns the path of the CLI config the leader wrote.
+func (x *unitRun) providers(ctx context.Context, dir, manifest string) (string, error) {
+	reqs, err := discover(dir, manifest)
 	if err != nil {
 		return "", fmt.Errorf("discover providers: %w", err)
 	}
@@ -169,6 +172,39 @@ func (x *unitRun) providers(ctx context.Context, dir string) (string, error) {
 	return st.cliConfig, nil
 }
 
+// terraform returns a new *tfexec.Terraform for one command sequence of
+// the unit (instances are not safe to share), writing to the unit's output.
+func (x *unitRun) terraform(ctx context.Context, dir string, env map[string]string) (*tfexec.Terraform, error) {
+	tf, err := tfexec.NewTerraform(dir, x.r.tfPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoTerraform, err)
+	}
+	if err := tf.SetEnv(env); err != nil {
+		return nil, fmt.Errorf("terraform environment: %w", err)
+	}
+	tf.SetStdout(x.stdout)
+	tf.SetStderr(x.stderr)
+	if err := tf.SetWaitDelay(x.r.grace); err != nil {
+		x.r.logger.WarnContext(ctx, "no graceful interrupt on this platform", "unit", x.res.Unit, "err", err)
+	}
+	return tf, nil
+}
+
+// writeCLIConfig writes the cache's terraform CLI config as it is now
+// (it lists the providers the cache holds, so write it after Ensure) and
+// returns its path.
+func (rs *runState) writeCLIConfig() (string, error) {
+	f, err := os.CreateTemp(rs.tmp, "cli-*.tfrc")
+	if err != nil {
+		return "", fmt.Errorf("write CLI config: %w", err)
+	}
+	_, werr := f.Write(rs.r.cache.CLIConfig())
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return "", fmt.Errorf("write CLI config: %w", err)
+	}
+	return f.Name(), nil
+}
+
 // setup is the leader's work for one requirement set.
 func (rs *runState) setup(ctx context.Context, reqs []pluginc.Requirement) (setup, error) {
 	var st setup
@@ -179,16 +215,9 @@ func (rs *runState) setup(ctx context.Context, reqs []pluginc.Requirement) (setu
 		}
 		st.lockFile = pluginc.LockFile(pkgs)
 	}
-	f, err := os.CreateTemp(rs.tmp, "cli-*.tfrc")
-	if err != nil {
-		return st, fmt.Errorf("write CLI config: %w", err)
-	}
-	_, werr := f.Write(rs.r.cache.CLIConfig())
-	if err := errors.Join(werr, f.Close()); err != nil {
-		return st, fmt.Errorf("write CLI config: %w", err)
-	}
-	st.cliConfig = f.Name()
-	return st, nil
+	var err error
+	st.cliConfig, err = rs.writeCLIConfig()
+	return st, err
 }
 
 // workspace selects ws, creating it when missing.

@@ -14,39 +14,48 @@ type setup struct {
 }
 
 // flight is one leader's work; followers wait on done.
-type flight struct {
+type flight[T any] struct {
 	leader string
 	done   chan struct{}
-	res    setup
+	res    T
 	err    error
 }
 
-// flights runs the provider setup once per requirement set within a Run.
+// flights runs one piece of shared work once per key within a Run (the
+// provider setup per requirement set, the module fetch per module key).
 // Unlike x/sync/singleflight, a follower keeps its own context: it stops
 // waiting when its context ends, while the leader finishes for the others.
-type flights struct {
+type flights[T any] struct {
+	// kind is the sentinel a leader's error is wrapped in; ErrInit when nil.
+	kind error
+
 	mu sync.Mutex
-	m  map[string]*flight
+	m  map[string]*flight[T]
 }
 
-// do returns the setup for key, running fn if this caller is the first to
+// do returns the result for key, running fn if this caller is the first to
 // ask (the leader). A leader's failure is every follower's failure: the
-// error wraps ErrInit and the leader's cause and names the leader.
-func (fs *flights) do(ctx context.Context, key, unit string, fn func() (setup, error)) (setup, bool, error) {
+// error wraps the flights' kind and the leader's cause and names the leader.
+func (fs *flights[T]) do(ctx context.Context, key, unit string, fn func() (T, error)) (T, bool, error) {
+	var zero T
 	fs.mu.Lock()
 	if fs.m == nil {
-		fs.m = map[string]*flight{}
+		fs.m = map[string]*flight[T]{}
 	}
 	f, ok := fs.m[key]
 	if !ok {
-		f = &flight{leader: unit, done: make(chan struct{})}
+		f = &flight[T]{leader: unit, done: make(chan struct{})}
 		fs.m[key] = f
 	}
 	fs.mu.Unlock()
 	if !ok {
 		f.res, f.err = fn()
 		if f.err != nil {
-			f.err = fmt.Errorf("%w: %w", ErrInit, f.err)
+			kind := fs.kind
+			if kind == nil {
+				kind = ErrInit
+			}
+			f.err = fmt.Errorf("%w: %w", kind, f.err)
 		}
 		close(f.done)
 		return f.res, true, f.err
@@ -54,10 +63,10 @@ func (fs *flights) do(ctx context.Context, key, unit string, fn func() (setup, e
 	select {
 	case <-f.done:
 	case <-ctx.Done():
-		return setup{}, false, ctx.Err()
+		return zero, false, ctx.Err()
 	}
 	if f.err != nil {
-		return setup{}, false, fmt.Errorf("shared with %s: %w", f.leader, f.err)
+		return zero, false, fmt.Errorf("shared with %s: %w", f.leader, f.err)
 	}
 	return f.res, false, nil
 }

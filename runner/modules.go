@@ -1,0 +1,193 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-config-inspect/tfconfig"
+
+	"github.com/tfisolate/tfisolate/workdir"
+)
+
+// modulesDir is where terraform installs modules under TF_DATA_DIR, and
+// manifestName its record of them.
+const (
+	modulesDir   = "modules"
+	manifestName = "modules.json"
+)
+
+// modSnapshot is a leader's fetched modules directory, copied out of its
+// data dir into the run's private directory, which no terraform writes.
+type modSnapshot struct {
+	dir     string // the copy: manifest and module dirs
+	origin  string // the leader's DATADIR/modules the manifest's Dirs point into
+	workdir string // the leader's working dir, against which relative Dirs resolve
+}
+
+// moduleKey walks the root module in dir and the local modules it calls
+// and returns what decides the result of `terraform get`: every module
+// call's key path, source and version constraint, and whether any source
+// is remote. Units with equal keys get the same modules directory from
+// one fetch. Parse errors are left to terraform to report: what parsed is
+// followed.
+func moduleKey(dir string) (key string, remote bool) {
+	var lines []string
+	var visit func(d, path string, stack []string)
+	visit = func(d, path string, stack []string) {
+		d = filepath.Clean(d)
+		if slices.Contains(stack, d) {
+			return // a cycle; terraform reports it
+		}
+		stack = append(stack, d)
+		mod, _ := tfconfig.LoadModule(d)
+		if mod == nil {
+			return
+		}
+		for name, c := range mod.ModuleCalls {
+			k := name
+			if path != "" {
+				k = path + "." + name
+			}
+			lines = append(lines, k+"\t"+c.Source+"\t"+c.Version)
+			if isLocalModule(c.Source) {
+				visit(filepath.Join(d, filepath.FromSlash(c.Source)), k, stack)
+			} else {
+				remote = true
+			}
+		}
+	}
+	visit(dir, "", nil)
+	slices.Sort(lines)
+	return strings.Join(lines, "\n"), remote
+}
+
+// isLocalModule is terraform's rule: only "./" and "../" mean a local
+// directory; every other source is fetched.
+func isLocalModule(src string) bool {
+	return strings.HasPrefix(src, "./") || strings.HasPrefix(src, "../")
+}
+
+// modules makes sure the unit's data dir holds the remote modules its
+// component calls, fetched once per module key per Run: the leader runs
+// `terraform get` in its own workdir and snapshots the result; every unit
+// (the leader too) then gets its own copy, unless its data dir already
+// has the same manifest. It returns the manifest path when the component
+// calls remote modules, "" otherwise.
+func (x *unitRun) modules(ctx context.Context, w *workdir.Workdir) (string, error) {
+	key, remote := moduleKey(w.Dir)
+	if !remote {
+		return "", nil
+	}
+	snap, leader, err := x.rs.modFlights.do(ctx, key, x.res.Unit, func() (modSnapshot, error) {
+		return x.fetchModules(ctx, w)
+	})
+	if err != nil {
+		return "", err
+	}
+	if leader {
+		x.out.note("modules: fetched remote modules for every unit of this component")
+	}
+	copied, err := installModules(snap, w.DataDir)
+	if err != nil {
+		return "", fmt.Errorf("install modules: %w", err)
+	}
+	if copied {
+		x.out.note("modules: copied the shared remote modules into this unit's data dir")
+	}
+	return filepath.Join(w.DataDir, modulesDir, manifestName), nil
+}
+
+// fetchModules is the leader's work: terraform get, with the unit's own
+// environment (with the cache's CLI config, as its terraform init will
+// have), in the unit's own workdir, then a snapshot of the result.
+func (x *unitRun) fetchModules(ctx context.Context, w *workdir.Workdir) (modSnapshot, error) {
+	cliConfig := ""
+	if x.r.cache != nil {
+		var err error
+		if cliConfig, err = x.rs.writeCLIConfig(); err != nil {
+			return modSnapshot{}, err
+		}
+	}
+	tf, err := x.terraform(ctx, w.Dir, unitEnv(w.Env(), cliConfig))
+	if err != nil {
+		return modSnapshot{}, err
+	}
+	if err := tf.Get(ctx); err != nil {
+		return modSnapshot{}, fmt.Errorf("terraform get: %w", err)
+	}
+	origin := filepath.Join(w.DataDir, modulesDir)
+	tmp, err := os.MkdirTemp(x.rs.tmp, "modules-*")
+	if err != nil {
+		return modSnapshot{}, fmt.Errorf("snapshot modules: %w", err)
+	}
+	snap := filepath.Join(tmp, modulesDir)
+	if err := copyTree(snap, origin); err != nil {
+		return modSnapshot{}, fmt.Errorf("snapshot modules: %w", err)
+	}
+	return modSnapshot{dir: snap, origin: origin, workdir: w.Dir}, nil
+}
+
+// installModules gives dataDir its own copy of the snapshot, its manifest
+// pointing into dataDir, unless dataDir already holds the same manifest.
+// The copy is built beside the target and renamed into place, so a crash
+// leaves either the old modules, the new ones, or none (terraform init
+// then fetches them itself); leftovers of such a crash are removed first.
+// The caller holds the instance lock, so nothing else writes dataDir.
+func installModules(snap modSnapshot, dataDir string) (bool, error) {
+	dst := filepath.Join(dataDir, modulesDir)
+	raw, err := os.ReadFile(filepath.Join(snap.dir, manifestName))
+	if err != nil {
+		return false, err
+	}
+	want, err := rebaseManifest(raw, snap.origin, snap.workdir, dst)
+	if err != nil {
+		return false, err
+	}
+	if have, err := os.ReadFile(filepath.Join(dst, manifestName)); err == nil && sameManifest(have, want) {
+		return false, nil
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return false, err
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dataDir, ".modules-*"))
+	for _, l := range leftovers {
+		if err := os.RemoveAll(l); err != nil {
+			return false, err
+		}
+	}
+	tmp, err := os.MkdirTemp(dataDir, ".modules-new-*")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp) // gone by rename on success
+	if err := copyTree(tmp, snap.dir); err != nil {
+		return false, err
+	}
+	mf := filepath.Join(tmp, manifestName)
+	if err := os.Remove(mf); err != nil {
+		return false, err
+	}
+	if err := os.WriteFile(mf, want, 0o644); err != nil {
+		return false, err
+	}
+	old := ""
+	if _, err := os.Lstat(dst); err == nil {
+		old = filepath.Join(dataDir, ".modules-old-"+filepath.Base(tmp))
+		if err := os.Rename(dst, old); err != nil {
+			return false, err
+		}
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return false, err
+	}
+	if old != "" {
+		if err := os.RemoveAll(old); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
