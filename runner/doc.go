@@ -59,7 +59,17 @@
 //     TF_CLI_ARGS*, TF_INPUT, TF_VAR_*) are dropped (pass variables in
 //     generated tfvars files), and so is TF_PLUGIN_CACHE_DIR, whose writes
 //     are unsafe under concurrency.
-//   - Providers that only remote modules require are not known before
-//     terraform init downloads those modules; terraform installs them
-//     directly into the unit's own data dir, outside the shared cache.
+//   - Remote modules (registry, git, HTTPS archives: any module source not
+//     starting with ./ or ../, called from the root module or a local
+//     module) are fetched once per Run for all units whose module calls
+//     (key path, source, version constraint, local layout) are the same:
+//     that leader runs terraform get in its own workdir, and every unit
+//     gets a private copy of the resulting modules directory in its own
+//     data dir (its modules.json rebased there; skipped when the unit
+//     already has the same manifest), so its terraform init keeps them
+//     and downloads nothing. A failed fetch is every such unit's error
+//     (ErrModules, naming the leader). The modules the manifest records
+//     are read for provider requirements too, so providers that only
+//     remote modules require come from the shared cache and are in the
+//     lock file. Across processes, each Run fetches on its own.
 package runner
