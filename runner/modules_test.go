@@ -185,3 +185,50 @@ func TestRemoteModuleFetchFailure(t *testing.T) {
 	require.EqualValues(t, 1, ms.downloads.Load(), "only the leader tried")
 	require.Equal(t, 0, w.reg.TotalDownloads())
 }
+
+// TestRemoteModuleInLocalModule puts the remote call inside a local module
+// outside the component's directory (../modules/net): the workdir layout
+// grows, the manifest's relative Dir for the local module stays as it is,
+// and the remote module is still fetched once and copied per unit.
+func TestRemoteModuleInLocalModule(t *testing.T) {
+	w := newWorld(t)
+	ms := startModuleServer(t, map[string]string{"main.tf": redisModule})
+	net := filepath.Join(w.dir, "components", "modules", "net")
+	require.NoError(t, os.MkdirAll(net, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(net, "main.tf"), []byte(remoteComponent(ms.source())), 0o644))
+	src := w.component(t, "cache", `
+variable "name" { type = string }
+module "net" {
+  source = "../modules/net"
+  name   = var.name
+}
+`)
+	var units []Unit
+	for _, inst := range []string{"a", "b", "c"} {
+		units = append(units, Unit{Workdir: workdirSpec("plat-ue2-dev", inst, src,
+			files(t, map[string]any{"name": inst}, filepath.Join(w.dir, inst+".tfstate")))})
+	}
+	rep, err := w.runner(t, WithParallelism(3)).Run(testCtx(t), Apply, units...)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, ms.downloads.Load())
+	require.Equal(t, 1, w.reg.TotalDownloads())
+	for i, res := range rep.Results {
+		require.Equal(t, Succeeded, res.Status, "%s: %v", res.Unit, res.Err)
+		inst := units[i].Workdir.Instance
+		require.Equal(t, inst, stateResources(t, filepath.Join(w.dir, inst+".tfstate"))["tfitest_item.this"]["name"])
+		require.Contains(t, string(lockFileOf(t, w, "plat-ue2-dev", inst)), `provider "`+testprovider.Source+`"`)
+		home, err := w.wd.Home("plat-ue2-dev", inst)
+		require.NoError(t, err)
+		dataDir := filepath.Join(home, ".tfisolate", "data")
+		b, err := os.ReadFile(filepath.Join(dataDir, "modules", "modules.json"))
+		require.NoError(t, err)
+		recs, err := parseManifest(b)
+		require.NoError(t, err)
+		dirs := map[string]string{}
+		for _, rec := range recs {
+			dirs[rec.Key] = rec.Dir
+		}
+		require.Equal(t, "../modules/net", dirs["net"])
+		require.Equal(t, filepath.ToSlash(filepath.Join(dataDir, "modules", "net.redis")), dirs["net.redis"])
+	}
+}
