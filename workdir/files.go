@@ -2,13 +2,18 @@ package workdir
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/tfisolate/tfisolate/internal/reflink"
 )
@@ -87,16 +92,48 @@ func replaceFile(dst string, perm os.FileMode, fill func(*os.File) error) error 
 	return nil
 }
 
-func copyFromSource(dst string, e entry) error {
-	return replaceFile(dst, e.perm, func(f *os.File) error {
-		s, err := os.Open(e.abs)
+// copyFromSource replaces dst with the source file of e and returns the
+// digest and size of what was actually written, read back from the copy:
+// the source may change while it is copied, and the stamp must describe
+// the workdir, not what the source held when it was hashed.
+func copyFromSource(ctx context.Context, dst string, e entry, buf []byte) (sum [sha256.Size]byte, size int64, err error) {
+	err = replaceFile(dst, e.perm, func(f *os.File) error {
+		s, err := openRegular(e.abs)
 		if err != nil {
 			return err
 		}
 		defer s.Close()
-		_, err = reflink.Copy(f, s)
+		if _, err := reflink.Copy(f, s); err != nil {
+			return err
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		sum, size, err = sumReader(ctx, f, buf)
 		return err
 	})
+	return sum, size, err
+}
+
+// openRegular opens p for reading without ever blocking on it: O_NONBLOCK
+// makes opening a FIFO return at once, and anything but a regular file is
+// then refused by name. A FIFO named like a source file would otherwise
+// hang the copy (and the instance lock) forever.
+func openRegular(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: p, Err: errNotRegular}
+	}
+	return f, nil
 }
 
 func writeData(dst string, data []byte) error {
@@ -113,7 +150,7 @@ func sameFile(dst string, e entry, buf []byte) bool {
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() != e.size || fi.Mode().Perm() != e.perm {
 		return false
 	}
-	sum, err := fileSumBuf(dst, buf)
+	sum, _, err := fileSum(context.Background(), dst, buf)
 	return err == nil && sum == e.sum
 }
 

@@ -24,6 +24,10 @@ type instanceLock struct {
 	path   string
 	holder string
 	waited time.Duration // how long another holder kept us waiting
+
+	// waitedFor is the last holder note read while waiting; nil when the
+	// lock was free or no holder ever recorded itself.
+	waitedFor *Holder
 }
 
 func (m *Manager) lock(ctx context.Context, stack, instance, id string) (*instanceLock, error) {
@@ -38,16 +42,20 @@ func (m *Manager) lock(ctx context.Context, stack, instance, id string) (*instan
 	lk.fl = flock.New(lk.path)
 	ok, err := lk.fl.TryLock()
 	if err == nil && !ok {
-		h := readHolder(lk.holder)
-		m.log.InfoContext(ctx, "waiting for instance lock", "stack", stack, "instance", instance, "holder", h)
+		lk.waitedFor = readHolder(lk.holder)
+		m.log.InfoContext(ctx, "waiting for instance lock", "stack", stack, "instance", instance, "holder", lk.waitedFor)
 		t0 := time.Now()
-		ok, err = lk.fl.TryLockContext(ctx, m.lockRetry)
+		ok, err = m.waitLock(ctx, lk)
 		lk.waited = time.Since(t0)
 	}
 	if !ok {
 		_ = lk.fl.Close()
 		if cerr := ctx.Err(); cerr != nil {
-			return nil, &LockedError{Stack: stack, Instance: instance, LockFile: lk.path, Holder: readHolder(lk.holder), Err: cerr}
+			h := readHolder(lk.holder)
+			if h == nil {
+				h = lk.waitedFor
+			}
+			return nil, &LockedError{Stack: stack, Instance: instance, LockFile: lk.path, Holder: h, Err: cerr}
 		}
 		return nil, fmt.Errorf("lock %s: %w", lk.path, err)
 	}
@@ -60,6 +68,30 @@ func (m *Manager) lock(ctx context.Context, stack, instance, id string) (*instan
 	}
 	m.log.DebugContext(ctx, "instance locked", "stack", stack, "instance", instance)
 	return lk, nil
+}
+
+// waitLock polls the flock until it is taken or ctx ends, reading the
+// holder note on every miss: a holder writes its note just after taking
+// the lock, so the first miss may come before the note exists, and a
+// later holder replaces an earlier one. The last note seen is kept.
+func (m *Manager) waitLock(ctx context.Context, lk *instanceLock) (bool, error) {
+	t := time.NewTimer(m.lockRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-t.C:
+		}
+		ok, err := lk.fl.TryLock()
+		if err != nil || ok {
+			return ok, err
+		}
+		if h := readHolder(lk.holder); h != nil {
+			lk.waitedFor = h
+		}
+		t.Reset(m.lockRetry)
+	}
 }
 
 func (lk *instanceLock) release() error {

@@ -29,6 +29,13 @@ type Manager struct {
 	hook      func(path string)
 }
 
+// checked is a Spec that passed every check made before the lock.
+type checked struct {
+	id     string
+	source string // absolute component dir, as given (symlinks kept)
+	files  []genFile
+}
+
 // Spec says which instance to prepare and from what.
 type Spec struct {
 	Stack    string            // "plat-ue2-dev"
@@ -54,6 +61,23 @@ type Workdir struct {
 	// instance lock (zero when the lock was free), not counting the time
 	// spent refreshing files.
 	LockWait time.Duration
+	// Holder is who held the instance lock while Prepare waited for it, as
+	// that holder recorded itself (the last one seen when several took
+	// turns). It is nil when Prepare did not have to wait, and also when
+	// the holder never recorded itself (it was killed right after taking
+	// the lock, or let go before it could).
+	Holder *Holder
+	// Digest identifies exactly what Prepare materialized: the layout,
+	// every file copied from the source (path, mode and the content
+	// actually written), the lock file seeded from the source, and every
+	// generated file (path and content). Two Prepares of one instance
+	// return equal digests if and only if they left the same configuration
+	// for terraform to read; instance-owned data (state, saved plans, the
+	// data dir, a lock file terraform or the caller wrote) is not part of
+	// it. It is a lowercase hex SHA-256; compare it, never parse it. Use it
+	// to refuse a saved plan made from other content, or to skip work when
+	// nothing changed.
+	Digest string
 
 	lock      *instanceLock
 	closeOnce sync.Once
@@ -69,14 +93,21 @@ func New(root string, opts ...Option) (*Manager, error) {
 	if err != nil {
 		return nil, invalid("root", root, "%v", err)
 	}
+	c := defaultConfig()
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("new workdir manager: %w", invalid("option", fmt.Sprintf("#%d", i+1), "is nil"))
+		}
+		if err := o.apply(&c); err != nil {
+			return nil, fmt.Errorf("new workdir manager: %w", err)
+		}
+	}
+	// Created only once every option is known to be good: a refused
+	// option leaves nothing behind.
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("create workdir root: %w", err)
 	}
-	m := &Manager{root: abs, log: slog.New(slog.DiscardHandler), lockRetry: 50 * time.Millisecond}
-	for _, o := range opts {
-		o(m)
-	}
-	return m, nil
+	return &Manager{root: abs, log: c.log, lockRetry: c.lockRetry, hook: c.hook}, nil
 }
 
 // Root returns the absolute root directory.
@@ -92,29 +123,90 @@ func (m *Manager) Home(stack, instance string) (string, error) {
 	return filepath.Join(m.root, id), nil
 }
 
-// Prepare validates s, takes the instance's exclusive lock (waiting under
-// ctx), and makes the instance's workdir match s.Source and s.Files. The
-// returned Workdir holds the lock until Close. When s is invalid Prepare
-// returns an error wrapping ErrInvalid and writes nothing; when the lock is
-// not acquired before ctx ends it returns a *LockedError.
-func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
+// Check validates s exactly as Prepare does before it takes the instance
+// lock, and returns the instance's workdir ID. It writes nothing, takes no
+// lock and does not look at the instance's workdir, so a caller can check
+// every instance it means to run before starting any. The checks: stack
+// and instance names (see ID), that the source exists and is a
+// directory, that the source and the manager's root do not lie inside one
+// another (symlinks resolved on both sides), and that every generated
+// file name is a clean relative path that does not touch instance-owned
+// data. A bad Spec gives an *InputError (wrapping ErrInvalid) naming the
+// field and value.
+//
+// Generated names that only conflict with the source's content (a name
+// that is a directory in the source) are found by Prepare, still before
+// it writes anything.
+func (m *Manager) Check(s Spec) (id string, err error) {
+	c, err := m.check(s)
+	if err != nil {
+		if c != nil {
+			return c.id, fmt.Errorf("check workdir %s: %w", c.id, err)
+		}
+		return "", fmt.Errorf("check workdir: %w", err)
+	}
+	return c.id, nil
+}
+
+// check returns the validated spec; on error it still returns the ID when
+// the names were valid, so messages can name the instance.
+func (m *Manager) check(s Spec) (*checked, error) {
 	id, err := ID(s.Stack, s.Instance)
 	if err != nil {
-		return nil, fmt.Errorf("prepare workdir: %w", err)
+		return nil, err
 	}
-	src, err := checkSource(s.Source)
+	c := &checked{id: id}
+	if c.source, err = checkSource(s.Source); err != nil {
+		return c, err
+	}
+	if err := m.checkRoot(s.Source, c.source); err != nil {
+		return c, err
+	}
+	if c.files, err = checkFiles(s.Files); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// checkRoot refuses a source that contains the root (materializing would
+// write into the source tree, invariant 1, and every build would copy the
+// previous ones) or lies inside it (a refresh could rewrite the source
+// while reading it). Paths are compared both as given and with symlinks
+// resolved, so neither can hide behind a link.
+func (m *Manager) checkRoot(given, source string) error {
+	realSrc, err := filepath.EvalSymlinks(source)
 	if err != nil {
-		return nil, fmt.Errorf("prepare workdir %s: %w", id, err)
+		return invalid("source", given, "%v", err)
 	}
-	if within(src, m.root) {
-		// Materializing would write into the source tree (invariant 1) and
-		// every build would copy the previous ones.
-		return nil, fmt.Errorf("prepare workdir %s: %w", id, invalid("source", s.Source, "contains the workdir root %s", m.root))
-	}
-	files, err := checkFiles(s.Files)
+	realRoot, err := filepath.EvalSymlinks(m.root)
 	if err != nil {
-		return nil, fmt.Errorf("prepare workdir %s: %w", id, err)
+		realRoot = m.root // the root was removed behind our back; New recreates it
 	}
+	for _, p := range [][2]string{{source, m.root}, {realSrc, realRoot}} {
+		if within(p[0], p[1]) {
+			return invalid("source", given, "contains the workdir root %s", m.root)
+		}
+		if within(p[1], p[0]) {
+			return invalid("source", given, "lies inside the workdir root %s", m.root)
+		}
+	}
+	return nil
+}
+
+// Prepare validates s (see Check), takes the instance's exclusive lock
+// (waiting under ctx), and makes the instance's workdir match s.Source and
+// s.Files. The returned Workdir holds the lock until Close. When s is
+// invalid Prepare returns an error wrapping ErrInvalid and writes nothing;
+// when the lock is not acquired before ctx ends it returns a *LockedError.
+func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
+	c, err := m.check(s)
+	if err != nil {
+		if c == nil {
+			return nil, fmt.Errorf("prepare workdir: %w", err)
+		}
+		return nil, fmt.Errorf("prepare workdir %s: %w", c.id, err)
+	}
+	id := c.id
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("prepare workdir %s: %w", id, err)
 	}
@@ -122,7 +214,7 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prepare workdir %s: %w", id, err)
 	}
-	st, err := m.materialize(ctx, id, src, files)
+	st, err := m.materialize(ctx, id, c.source, c.files)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}
@@ -134,6 +226,8 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 		Home:     home,
 		LockFile: lk.path,
 		LockWait: lk.waited,
+		Holder:   lk.waitedFor,
+		Digest:   digest(st, c.files),
 		lock:     lk,
 	}, nil
 }

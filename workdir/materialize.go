@@ -39,7 +39,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	}
 
 	lay := discover(ctx, m.log, source)
-	ents, err := collect(lay.base, lay.dirs, m.root)
+	ents, err := collect(ctx, lay.base, lay.dirs, m.root)
 	if err != nil {
 		return nil, err
 	}
@@ -80,14 +80,14 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 // says and the set of generated names is unchanged, so only generated
 // contents may need rewriting. It reads the source but copies nothing.
 func (m *Manager) warm(ctx context.Context, home string, old *stamp, source string, files []genFile) (*stamp, bool, error) {
-	if old == nil || !old.Complete || old.Source != source {
+	if old == nil || !old.Complete || old.Source != source || old.Materialized == "" {
 		return nil, false, nil
 	}
 	gen := genPaths(old.Component, files)
 	if !slices.Equal(gen, old.Generated) {
 		return nil, false, nil
 	}
-	ents, err := collect(old.Base, old.Dirs, m.root)
+	ents, err := collect(ctx, old.Base, old.Dirs, m.root)
 	if err != nil || setHash(old.Component, old.Dirs, ents) != old.Hash {
 		return nil, false, nil
 	}
@@ -198,7 +198,9 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 	}
 
 	buf := make([]byte, 32<<10)
-	for _, e := range ents {
+	var written []entry // what this build leaves materialized from the source
+	for i := range ents {
+		e := &ents[i]
 		if !keep[e.rel] || isGen[e.rel] {
 			continue
 		}
@@ -206,29 +208,38 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 			return nil, err // the stamp stays incomplete; the next Prepare finishes
 		}
 		dst := filepath.Join(src, filepath.FromSlash(e.rel))
-		if inPlace && sameFile(dst, e, buf) {
-			continue
+		if !inPlace || !sameFile(dst, *e, buf) {
+			sum, size, err := copyFromSource(ctx, dst, *e, buf)
+			if err != nil {
+				return nil, fmt.Errorf("copy %s: %w", e.abs, err)
+			}
+			// The stamp describes the copy: if the source changed since it
+			// was hashed, the next Prepare sees a difference and redoes it.
+			e.sum, e.size = sum, size
+			if m.hook != nil {
+				m.hook(dst)
+			}
 		}
-		if err := copyFromSource(dst, e); err != nil {
-			return nil, fmt.Errorf("copy %s: %w", e.abs, err)
-		}
-		if m.hook != nil {
-			m.hook(dst)
-		}
+		written = append(written, *e)
 	}
 
 	if seed != nil {
-		sum := hex.EncodeToString(seed.sum[:])
 		dst := filepath.Join(compDir, lockFileName)
-		if _, err := os.Stat(dst); err != nil || old == nil || old.SeedLock != sum {
-			if err := copyFromSource(dst, *seed); err != nil {
+		if _, err := os.Stat(dst); err != nil || old == nil || old.SeedLock != hex.EncodeToString(seed.sum[:]) {
+			sum, size, err := copyFromSource(ctx, dst, *seed, buf)
+			if err != nil {
 				return nil, fmt.Errorf("seed lock file: %w", err)
 			}
+			seed.sum, seed.size = sum, size
 		}
-		next.SeedLock = sum
+		next.SeedLock = hex.EncodeToString(seed.sum[:])
+		written = append(written, *seed)
 	} else {
 		next.SeedLock = ""
 	}
+	sort.Slice(written, func(i, j int) bool { return written[i].rel < written[j].rel })
+	next.Materialized = setHash(lay.component, lay.dirs, written)
+	next.Hash = setHash(lay.component, lay.dirs, ents)
 
 	for _, g := range files {
 		dst := filepath.Join(compDir, filepath.FromSlash(g.name))

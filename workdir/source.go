@@ -1,8 +1,10 @@
 package workdir
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -33,17 +35,25 @@ func skipDir(name string) bool {
 	return name == ".terraform" || name == ".git" || name == "terraform.tfstate.d"
 }
 
-// instanceOwned reports file names that belong to the instance: local state
-// and its backups, and saved plans. They are never copied from the source
-// and never deleted or replaced by a refresh.
+// instanceOwned reports file names that belong to the instance: state-like
+// files (see stateLike) and saved plans. They are never copied from the
+// source and never deleted or replaced by a refresh.
 func instanceOwned(name string) bool {
-	return strings.HasPrefix(name, "terraform.tfstate") || strings.HasSuffix(name, ".tfplan")
+	return stateLike(name) || strings.HasSuffix(name, ".tfplan")
+}
+
+// stateLike reports names of local state and what terraform derives from
+// it: terraform.tfstate*, any *.tfstate (a custom local backend path, a
+// `terraform state pull` kept around) and its .backup, lock info and
+// timestamped backups.
+func stateLike(name string) bool {
+	return strings.HasPrefix(name, "terraform.tfstate") || strings.HasSuffix(name, ".tfstate") || strings.Contains(name, ".tfstate.")
 }
 
 // collect walks dirs (slash paths relative to base) and returns every
 // source file, sorted by rel, with its content digest. skip is a directory
 // (the manager's root) never to enter, in case it lies inside the source.
-func collect(base string, dirs []string, skip string) ([]entry, error) {
+func collect(ctx context.Context, base string, dirs []string, skip string) ([]entry, error) {
 	seen := make(map[string]bool)
 	buf := make([]byte, 32<<10)
 	var out []entry
@@ -82,7 +92,7 @@ func collect(base string, dirs []string, skip string) ([]entry, error) {
 			}
 			seen[rel] = true
 			e := entry{rel: rel, abs: p, perm: fi.Mode().Perm(), size: fi.Size()}
-			if e.sum, err = fileSumBuf(p, buf); err != nil {
+			if e.sum, e.size, err = fileSum(ctx, p, buf); err != nil {
 				return err
 			}
 			out = append(out, e)
@@ -96,20 +106,48 @@ func collect(base string, dirs []string, skip string) ([]entry, error) {
 	return out, nil
 }
 
-func fileSumBuf(p string, buf []byte) ([sha256.Size]byte, error) {
-	var sum [sha256.Size]byte
-	f, err := os.Open(p)
+// errNotRegular refuses to read a FIFO, socket or device where a file was
+// expected.
+var errNotRegular = errors.New("not a regular file")
+
+// fileSum returns the SHA-256 and size of the regular file p. buf is
+// scratch space, so one buffer serves a whole walk.
+func fileSum(ctx context.Context, p string, buf []byte) ([sha256.Size]byte, int64, error) {
+	f, err := openRegular(p)
 	if err != nil {
-		return sum, err
+		return [sha256.Size]byte{}, 0, err
 	}
 	defer f.Close()
+	sum, n, err := sumReader(ctx, f, buf)
+	if err != nil {
+		return sum, n, fmt.Errorf("read %s: %w", p, err)
+	}
+	return sum, n, nil
+}
+
+// sumReader hashes r to its end, checking ctx between reads so a huge
+// file cannot hold the instance lock past the caller's deadline.
+func sumReader(ctx context.Context, r io.Reader, buf []byte) (sum [sha256.Size]byte, n int64, err error) {
 	h := sha256.New()
 	// Hide WriterTo so the shared buffer is used instead of a fresh one.
-	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, buf); err != nil {
-		return sum, fmt.Errorf("read %s: %w", p, err)
+	n, err = io.CopyBuffer(h, ctxReader{ctx, r}, buf)
+	if err != nil {
+		return sum, n, err
 	}
 	h.Sum(sum[:0])
-	return sum, nil
+	return sum, n, nil
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // setHash digests the layout and every file's path, permissions and

@@ -1,6 +1,8 @@
 package workdir
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,11 +24,26 @@ type stamp struct {
 	Base      string   `json:"base"`      // absolute common ancestor of the source set
 	Component string   `json:"component"` // slash path of the component under Base and under src/
 	Dirs      []string `json:"dirs"`      // slash dirs under Base that make up the source set
-	Hash      string   `json:"hash"`      // setHash of the source set
+	Hash      string   `json:"hash"`      // setHash of the source set, with each copied file's digest as written
 	Files     []string `json:"files"`     // slash paths under src/ materialized from the source
 	Generated []string `json:"generated"` // slash paths under src/ of generated files
 	SeedLock  string   `json:"seed_lock,omitempty"`
 	Moves     []string `json:"moves,omitempty"` // earlier component positions whose instance data may still need moving
+	// Materialized is setHash of what the build wrote from the source
+	// (copied files and the seeded lock file, as written). Stamps from
+	// before it existed lack it and are rebuilt once.
+	Materialized string `json:"materialized,omitempty"`
+}
+
+// digest is Workdir.Digest: what the build materialized from the source
+// plus the generated files.
+func digest(st *stamp, files []genFile) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "tfisolate-workdir-digest-v1\x00%s\n", st.Materialized)
+	for _, g := range files {
+		fmt.Fprintf(h, "%s\x00%x\n", g.name, sha256.Sum256(g.data))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func stampPath(home string) string { return filepath.Join(home, metaDir, stampFile) }
