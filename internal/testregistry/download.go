@@ -47,8 +47,23 @@ func (s *Server) serveZip(w http.ResponseWriter, r *http.Request, p Package) {
 	s.downloads[p.Key()]++
 	s.mu.Unlock()
 	f, g := s.state()
-	if f == FaultStatus500 {
+	switch f {
+	case FaultStatus500:
 		http.Error(w, "injected failure", http.StatusInternalServerError)
+		return
+	case FaultTooManyRequestsOnce, FaultUnavailableOnce:
+		if s.takeOnce(f) {
+			code := http.StatusServiceUnavailable
+			if f == FaultTooManyRequestsOnce {
+				code = http.StatusTooManyRequests
+				w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+			}
+			http.Error(w, "injected "+http.StatusText(code), code)
+			return
+		}
+		f = FaultNone
+	case FaultStallHeaders:
+		s.stall(r)
 		return
 	}
 	body := p.Zip
@@ -76,11 +91,25 @@ func (s *Server) serveZip(w http.ResponseWriter, r *http.Request, p Package) {
 			return
 		}
 	}
+	if f == FaultStallBody {
+		if s.send(w, r, body[sent:len(body)/2]) {
+			s.stall(r)
+		}
+		return
+	}
 	s.send(w, r, body[sent:])
 	if f == FaultTruncated {
 		// Abort the response; net/http closes the connection (or resets
 		// the HTTP/2 stream) without logging.
 		panic(http.ErrAbortHandler)
+	}
+}
+
+// stall waits until the client goes away or the server closes.
+func (s *Server) stall(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-s.closed:
 	}
 }
 

@@ -81,7 +81,7 @@ func (s *Server) downloadDoc(w http.ResponseWriter, r *http.Request) {
 	}
 	f, _ := s.state()
 	base := "/dl/" + ns + "/" + typ + "/" + ver + "/"
-	writeJSON(w, map[string]any{
+	doc := map[string]any{
 		"protocols":             []string{"5.0", "6.0"},
 		"os":                    osName,
 		"arch":                  arch,
@@ -96,7 +96,16 @@ func (s *Server) downloadDoc(w http.ResponseWriter, r *http.Request) {
 				"ascii_armor": s.keys.armored,
 			}},
 		},
-	})
+	}
+	if f != FaultOversize {
+		writeJSON(w, doc)
+		return
+	}
+	var buf bytes.Buffer
+	_ = json.NewEncoder(&buf).Encode(doc)
+	buf.Write(bytes.Repeat([]byte(" "), max(OversizeBytes-buf.Len(), 0)))
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(buf.Bytes())
 }
 
 // file serves SHA256SUMS, its signature and package zips.

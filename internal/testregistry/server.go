@@ -54,7 +54,30 @@ const (
 	FaultTruncated
 	// FaultStatus500 answers package downloads with 500 Internal Server Error.
 	FaultStatus500
+	// FaultStallHeaders makes package downloads send nothing, not even
+	// headers, until the client goes away or the server closes.
+	FaultStallHeaders
+	// FaultStallBody makes package downloads send their headers and the
+	// first half of the body, then nothing more until the client goes
+	// away or the server closes.
+	FaultStallBody
+	// FaultTooManyRequestsOnce answers the next package download with 429
+	// Too Many Requests and "Retry-After: 1" (RetryAfterSeconds), then
+	// behaves (the fault resets to FaultNone).
+	FaultTooManyRequestsOnce
+	// FaultUnavailableOnce answers the next package download with 503
+	// Service Unavailable without Retry-After, then behaves.
+	FaultUnavailableOnce
+	// FaultOversize pads every download metadata document with JSON
+	// whitespace to OversizeBytes, past any sane limit for a document.
+	FaultOversize
 )
+
+// RetryAfterSeconds is the Retry-After that FaultTooManyRequestsOnce sends.
+const RetryAfterSeconds = 1
+
+// OversizeBytes is the size FaultOversize pads documents to: 9 MiB.
+const OversizeBytes = 9 << 20
 
 // Option configures a Server.
 type Option func(*Server)
@@ -84,6 +107,9 @@ type Server struct {
 	throttle atomic.Int64
 	requests atomic.Int64
 
+	closed    chan struct{} // closed by Close: ends stalled responses
+	closeOnce sync.Once
+
 	mu        sync.Mutex
 	pkgs      map[string]Package // by Key
 	fault     Fault
@@ -93,7 +119,7 @@ type Server struct {
 
 // New starts a server. Call Close when done.
 func New(opts ...Option) (*Server, error) {
-	s := &Server{host: DefaultHost, pkgs: map[string]Package{}, downloads: map[string]int{}}
+	s := &Server{host: DefaultHost, pkgs: map[string]Package{}, downloads: map[string]int{}, closed: make(chan struct{})}
 	for _, o := range opts {
 		o(s)
 	}
@@ -122,6 +148,7 @@ func (s *Server) Close() {
 	if g != nil {
 		g.Release()
 	}
+	s.closeOnce.Do(func() { close(s.closed) })
 	s.srv.Close()
 }
 
@@ -205,6 +232,20 @@ func (s *Server) TotalDownloads() int {
 		n += c
 	}
 	return n
+}
+
+// takeOnce reports whether f is the current fault and, if it is a
+// once-only fault, resets it so only one request sees it.
+func (s *Server) takeOnce(f Fault) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fault != f {
+		return false
+	}
+	if f == FaultTooManyRequestsOnce || f == FaultUnavailableOnce {
+		s.fault = FaultNone
+	}
+	return true
 }
 
 func (s *Server) state() (Fault, *Gate) {

@@ -2,11 +2,13 @@ package testregistry
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -122,4 +124,77 @@ func TestGateAndFaults(t *testing.T) {
 	_, err = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.Error(t, err)
+}
+
+func TestNetworkFaults(t *testing.T) {
+	s := Start(t)
+	zip := bytes.Repeat([]byte("y"), 1<<20)
+	s.MustAdd(t, Package{Namespace: "ns", Type: "t", Version: "1.0.0", Platform: "linux_amd64", Zip: zip})
+	url := s.URL() + "/dl/ns/t/1.0.0/terraform-provider-t_1.0.0_linux_amd64.zip"
+	c := s.HTTPClient()
+
+	// Once-only faults answer one request, then the server behaves.
+	s.SetFault(FaultTooManyRequestsOnce)
+	resp, err := c.Get(url)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.Equal(t, "1", resp.Header.Get("Retry-After"))
+	code, b := get(t, c, url)
+	require.Equal(t, 200, code)
+	require.Equal(t, zip, b)
+
+	s.SetFault(FaultUnavailableOnce)
+	resp, err = c.Get(url)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Empty(t, resp.Header.Get("Retry-After"))
+	code, _ = get(t, c, url)
+	require.Equal(t, 200, code)
+
+	s.SetFault(FaultOversize)
+	code, b = get(t, c, s.URL()+"/v1/providers/ns/t/1.0.0/download/linux/amd64")
+	require.Equal(t, 200, code)
+	require.Len(t, b, OversizeBytes)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc), "still valid JSON")
+
+	// Stalls last until the client gives up.
+	s.SetFault(FaultStallHeaders)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	errc := make(chan error)
+	go func() {
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	waitForDownloads(t, s, 5) // the stalled request has reached the handler
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+
+	s.SetFault(FaultStallBody)
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err = c.Do(req)
+	require.NoError(t, err)
+	half := make([]byte, len(zip)/2)
+	_, err = io.ReadFull(resp.Body, half)
+	require.NoError(t, err, "the first half arrives")
+	go cancel()
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Error(t, err, "the rest never does")
+}
+
+// waitForDownloads waits until the server has counted n package requests.
+func waitForDownloads(t *testing.T, s *Server, n int) {
+	t.Helper()
+	for s.TotalDownloads() < n {
+		runtime.Gosched()
+	}
 }
