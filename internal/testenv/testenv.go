@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tfisolate/tfisolate/internal/tfbin"
+	"github.com/tfisolate/tfisolate/internal/engine"
 )
 
 var (
@@ -26,7 +26,7 @@ func Terraform(tb testing.TB) string {
 		if c, err := os.UserCacheDir(); err == nil {
 			dir = filepath.Join(c, "tfisolate", "terraform")
 		}
-		tfPath, tfErr = tfbin.Find(context.Background(), dir)
+		tfPath, tfErr = engine.Find(context.Background(), engine.Terraform, dir)
 	})
 	if tfErr != nil {
 		if os.Getenv("CI") == "true" {
@@ -40,7 +40,8 @@ func Terraform(tb testing.TB) string {
 // TerraformEnv returns a base environment for running terraform in tests:
 // the process environment minus anything that would point terraform at the
 // user's own configuration, plus the given CLI config file and settings that
-// keep it offline and quiet.
+// keep it offline and quiet. OpenTofu reads the same TF_ variables, so the
+// environment serves tofu as well.
 func TerraformEnv(cliConfig string) []string {
 	var env []string
 	for _, kv := range os.Environ() {

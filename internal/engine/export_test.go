@@ -1,0 +1,7 @@
+package engine
+
+// Test-only access to unexported parts.
+var (
+	ParseVersionOutput = parseVersionOutput
+	RunVersion         = runVersion
+)

@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/hashicorp/go-version"
+	"github.com/hashicorp/hc-install/fs"
+	"github.com/hashicorp/hc-install/product"
+	"github.com/hashicorp/hc-install/releases"
+)
+
+// TerraformRelease is the Terraform release Find installs when terraform is
+// not on PATH.
+const TerraformRelease = "1.11.4"
+
+// InstallTimeout bounds one Terraform install by Find: the wait for another
+// process's install plus the download and unpack of our own.
+const InstallTimeout = 10 * time.Minute
+
+// Find returns the absolute path of a binary of the given engine.
+//
+// Terraform: the first terraform on PATH (hc-install's fs.AnyVersion); else,
+// when installDir is not empty, TerraformRelease installed into
+// installDir/VERSION/ once across processes (an exclusive flock in
+// installDir, unpacked into a temp dir and renamed into place, so a killed
+// install is never mistaken for a finished one).
+//
+// OpenTofu: the first tofu on PATH; installDir is not used, since OpenTofu
+// publishes no installer library. A missing binary is an error wrapping
+// ErrNotFound that says how to get one.
+//
+// A done ctx ends the search (and any install wait or download) with an
+// error wrapping ctx.Err().
+func Find(ctx context.Context, kind Kind, installDir string) (string, error) {
+	if !kind.Valid() {
+		return "", fmt.Errorf("find engine %q: %w", string(kind), ErrUnknownKind)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("find %s: %w", kind, err)
+	}
+	if kind == OpenTofu {
+		return findTofu()
+	}
+	return findTerraform(ctx, installDir)
+}
+
+func findTofu() (string, error) {
+	p, err := exec.LookPath(OpenTofu.Executable())
+	if err != nil {
+		return "", fmt.Errorf("%w: tofu is not on PATH (%v); install OpenTofu from its releases, "+
+			"or build it from its Go module (go build ./cmd/tofu in github.com/opentofu/opentofu), "+
+			"and put tofu on PATH or pass the binary's path", ErrNotFound, err)
+	}
+	// LookPath refuses relative results (exec.ErrDot), but a PATH entry may
+	// still be relative to the working directory: pin it now.
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("find tofu: %s: %w", p, err)
+	}
+	return abs, nil
+}
+
+func findTerraform(ctx context.Context, installDir string) (string, error) {
+	av := &fs.AnyVersion{Product: &product.Terraform}
+	if p, err := av.Find(ctx); err == nil {
+		return p, nil
+	}
+	if installDir == "" {
+		return "", fmt.Errorf("%w: terraform is not on PATH", ErrNotFound)
+	}
+	p, err := installTerraform(ctx, installDir)
+	if err != nil {
+		return "", fmt.Errorf("%w: terraform is not on PATH, and installing terraform %s into %s failed: %w",
+			ErrNotFound, TerraformRelease, installDir, err)
+	}
+	return p, nil
+}
+
+func installTerraform(ctx context.Context, installDir string) (string, error) {
+	final := filepath.Join(installDir, TerraformRelease, Terraform.Executable())
+	if isExecutable(final) {
+		return final, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, InstallTimeout)
+	defer cancel()
+	if err := os.MkdirAll(installDir, 0o755); err != nil {
+		return "", err
+	}
+	// hc-install unpacks in place with no lock of its own: the flock makes
+	// concurrent processes share one install instead of tearing each other's.
+	lk := flock.New(filepath.Join(installDir, ".install.lock"))
+	ok, err := lk.TryLockContext(ctx, 100*time.Millisecond)
+	if err != nil || !ok {
+		if err == nil {
+			err = errors.New("not acquired")
+		}
+		return "", fmt.Errorf("lock %s: %w", lk.Path(), err)
+	}
+	defer lk.Unlock()
+	if isExecutable(final) { // another process finished while we waited
+		return final, nil
+	}
+	tmp, err := os.MkdirTemp(installDir, ".tmp-install-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	ev := &releases.ExactVersion{Product: product.Terraform, Version: version.Must(version.NewVersion(TerraformRelease)), InstallDir: tmp}
+	if _, err := ev.Install(ctx); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return "", err
+	}
+	// The rename publishes a complete binary: a killed install leaves only
+	// the temp dir, which nothing looks at.
+	if err := os.Rename(filepath.Join(tmp, Terraform.Executable()), final); err != nil {
+		return "", err
+	}
+	return final, nil
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && (runtime.GOOS == "windows" || fi.Mode()&0o111 != 0)
+}

@@ -1,0 +1,18 @@
+//go:build unix
+
+package engine
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcessGroup starts cmd in a process group of its own and makes
+// cancellation kill the whole group, so a wrapper script's children die
+// with it instead of outliving Detect.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
