@@ -31,9 +31,9 @@ type Outcome struct {
 // never waiting for a whole wave. Ready units start in ID order. The ctx
 // given to run is derived from ctx.
 //
-// done(i, o) is called exactly once for every selected unit, when its
-// outcome is final: from the unit's goroutine after run returns, or from
-// Run's own goroutine for a unit that never starts. Calls to done never
+// done (may be nil) is called exactly once for every selected unit, when
+// its outcome is final: from the unit's goroutine after run returns, or
+// from Run's own goroutine for a unit that never starts. Calls to done never
 // overlap (Run serializes them), and run for a unit is called only after
 // done has returned for every unit it waits for, so done may record
 // results that a dependent's run then reads without further locking.
@@ -51,10 +51,12 @@ type Outcome struct {
 // Closing drain (may be nil) asks for a graceful stop, the first step of a
 // Ctrl-C ladder: no new unit starts, running units finish normally (their
 // context is not cancelled), and every unit not started is Skipped with an
-// error wrapping ErrSkipped and ErrStopped. When ctx ends, running units
-// see it through their context and units not started are Canceled with
+// error wrapping ErrSkipped and ErrStopped (FailFast still applies to
+// the units left running). When ctx ends, running units see it through
+// their context and units not started are Canceled with
 // "not started: <cause>". Whichever stop Run notices first gives the
-// reason for every unit left.
+// reason for every unit left, including those waiting for a unit that
+// fails after the stop.
 func (g *Graph) Run(ctx context.Context, sel []bool, p Policy, drain <-chan struct{},
 	run func(ctx context.Context, i int) error, done func(i int, o Outcome)) []Outcome {
 	sel = g.selection(sel)
@@ -82,6 +84,9 @@ func (g *Graph) Run(ctx context.Context, sel []bool, p Policy, drain <-chan stru
 	final := make([]bool, n)
 	var mu sync.Mutex
 	report := func(i int, o Outcome) {
+		if done == nil {
+			return
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		done(i, o)
@@ -162,6 +167,9 @@ func (g *Graph) Run(ctx context.Context, sel []bool, p Policy, drain <-chan stru
 			continue
 		}
 		running--
+		// A drain or cancellation that happened before this unit ended
+		// counts as the earlier stop.
+		checkStop()
 		o := out[i]
 		if o.Status == Failed && p.FailFast && !failFastHit {
 			failFastHit = true
@@ -180,14 +188,15 @@ func (g *Graph) Run(ctx context.Context, sel []bool, p Policy, drain <-chan stru
 				}
 			}
 			g.sortByID(ready)
-		case o.Status == Failed && !failFastHit:
+		case o.Status == Failed && stopErr == nil:
 			err := fmt.Errorf("%w: %w: %s did not succeed", ErrSkipped, ErrDependencyFailed, g.ids[i])
 			for _, d := range g.downstream(i, after, final) {
 				settle(d, Outcome{Status: Skipped, Err: err})
 			}
 		}
-		// Otherwise (Canceled, or the fail-fast failure) what waits for
-		// it is settled below with the stop's reason.
+		// Otherwise (Canceled, or a failure once the run is stopping:
+		// fail-fast, drain or ctx) what waits for it is settled below
+		// with the stop's reason.
 	}
 
 	// Whatever is left never started.

@@ -703,3 +703,34 @@ func TestRunProperties(t *testing.T) {
 		})
 	}
 }
+
+// TestRunDrainThenFailure: a fails after the drain; what waits for it
+// keeps the drain's reason, and fail-fast still interrupts b, which was
+// left running.
+func TestRunDrainThenFailure(t *testing.T) {
+	g := mkGraph(t, "a", "b", "c:a")
+	drain := make(chan struct{})
+	bStarted := make(chan struct{})
+	outs := runQueue(t, testCtx(t), g, nil, Policy{Parallelism: 2, FailFast: true}, drain, func(ctx context.Context, id string) error {
+		switch id {
+		case "a":
+			<-bStarted
+			close(drain)
+			return errBoom
+		case "b":
+			close(bStarted)
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	})
+	require.Equal(t, map[string]Status{"a": Failed, "b": Canceled, "c": Skipped}, statuses(outs))
+	require.ErrorIs(t, outs["b"].Err, ErrFailFast)
+	require.EqualError(t, outs["c"].Err, "skipped: stopped before it started")
+}
+
+func TestRunNilDone(t *testing.T) {
+	g := mkGraph(t, "a", "b:a")
+	outs := g.Run(testCtx(t), nil, Policy{Parallelism: 1}, nil, func(context.Context, int) error { return nil }, nil)
+	require.Equal(t, []Outcome{{Status: Succeeded, Started: true}, {Status: Succeeded, Started: true}}, outs)
+}
