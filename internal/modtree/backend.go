@@ -1,0 +1,190 @@
+package modtree
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Backend is what a root module's terraform block says about where its
+// state lives, as far as local files are concerned.
+type Backend struct {
+	// Type is the backend's type label ("local", "s3", ...), "cloud" for a
+	// cloud block, and "" when the module declares neither (terraform
+	// then uses the local backend with its defaults).
+	Type string
+	// Path and WorkspaceDir are the local backend's "path" and
+	// "workspace_dir" as written, "" when unset or not local.
+	Path         string
+	WorkspaceDir string
+	// File is the file that declared the backend, "" when none did.
+	File string
+}
+
+// Local reports whether state is kept in local files: the local backend,
+// declared or implied.
+func (b Backend) Local() bool { return b.Type == "" || b.Type == "local" }
+
+// StatePath is where the default workspace's state lives, relative to the
+// root module directory (or absolute), or "" when state is not local.
+func (b Backend) StatePath() string {
+	switch {
+	case !b.Local():
+		return ""
+	case b.Path != "":
+		return b.Path
+	}
+	return "terraform.tfstate"
+}
+
+// StateWorkspaceDir is the directory of the other workspaces' state,
+// relative to the root module directory (or absolute), or "" when state
+// is not local.
+func (b Backend) StateWorkspaceDir() string {
+	switch {
+	case !b.Local():
+		return ""
+	case b.WorkspaceDir != "":
+		return b.WorkspaceDir
+	}
+	return "terraform.tfstate.d"
+}
+
+var (
+	rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "terraform"}}}
+	tfSchema   = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+		{Type: "backend", LabelNames: []string{"type"}},
+		{Type: "cloud"},
+	}}
+	localSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path"}, {Name: "workspace_dir"}}}
+)
+
+// ReadBackend reads the backend (or cloud) block of the root module in
+// dir. overlay holds files that replace or add to dir's own, by base name
+// (the generated files a caller writes beside the module); names with a
+// directory part are ignored. Files are taken the way terraform takes
+// them: *.tf and *.tf.json, hidden and editor backup files ignored,
+// override files (override.tf, *_override.tf) applied last, each
+// replacing the backend before it.
+//
+// It returns an error wrapping ErrBackend naming the file when two
+// primary files declare a backend, or a local path is not a literal
+// string; settings given on the command line (-backend-config) are not
+// seen.
+func ReadBackend(dir string, overlay map[string][]byte) (Backend, error) {
+	files := map[string][]byte{}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return Backend{}, fmt.Errorf("read backend of %s: %w", dir, err)
+	}
+	for _, de := range ents {
+		n := de.Name()
+		if !configName(n) || strings.HasSuffix(n, "~") {
+			continue
+		}
+		if _, ok := overlay[n]; ok {
+			continue
+		}
+		fh, err := OpenRegular(filepath.Join(dir, n))
+		if err != nil {
+			continue // a directory, FIFO or dangling link: not configuration terraform reads either
+		}
+		b, err := io.ReadAll(fh)
+		fh.Close()
+		if err != nil {
+			return Backend{}, fmt.Errorf("read backend of %s: %w", dir, err)
+		}
+		files[n] = b
+	}
+	for n, b := range overlay {
+		if configName(n) && !strings.ContainsAny(n, `/\`) {
+			files[n] = b
+		}
+	}
+	var primary, override []string
+	for n := range files {
+		base := strings.TrimSuffix(strings.TrimSuffix(n, ".json"), ".tf")
+		if base == "override" || strings.HasSuffix(base, "_override") {
+			override = append(override, n)
+		} else {
+			primary = append(primary, n)
+		}
+	}
+	sort.Strings(primary)
+	sort.Strings(override)
+
+	var out Backend
+	p := hclparse.NewParser()
+	for i, n := range append(primary, override...) {
+		isOverride := i >= len(primary)
+		path := filepath.Join(dir, n)
+		var f *hcl.File
+		var diags hcl.Diagnostics
+		if strings.HasSuffix(n, ".json") {
+			f, diags = p.ParseJSON(files[n], path)
+		} else {
+			f, diags = p.ParseHCL(files[n], path)
+		}
+		if f == nil || diags.HasErrors() {
+			// terraform reports syntax errors far better; a file that
+			// does not parse declares no backend we could honour.
+			continue
+		}
+		got, found, err := backendIn(f, path)
+		if err != nil {
+			return Backend{}, err
+		}
+		if !found {
+			continue
+		}
+		if !isOverride && out.File != "" {
+			return Backend{}, fmt.Errorf("%w: %s and %s both declare a backend", ErrBackend, out.File, path)
+		}
+		out = got
+	}
+	return out, nil
+}
+
+// backendIn returns the backend or cloud block declared in f, if any.
+func backendIn(f *hcl.File, path string) (Backend, bool, error) {
+	root, _, _ := f.Body.PartialContent(rootSchema)
+	var out Backend
+	found := false
+	for _, tb := range root.Blocks {
+		c, _, _ := tb.Body.PartialContent(tfSchema)
+		for _, b := range c.Blocks {
+			if found {
+				return Backend{}, false, fmt.Errorf("%w: %s declares more than one backend", ErrBackend, path)
+			}
+			found = true
+			out = Backend{File: path, Type: "cloud"}
+			if b.Type != "backend" {
+				continue
+			}
+			out.Type = b.Labels[0]
+			if out.Type != "local" {
+				continue
+			}
+			attrs, _, _ := b.Body.PartialContent(localSchema)
+			for name, a := range attrs.Attributes {
+				v, diags := a.Expr.Value(nil)
+				if diags.HasErrors() || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+					return Backend{}, false, fmt.Errorf("%w: %s: backend \"local\" %s is not a literal string", ErrBackend, path, name)
+				}
+				if name == "path" {
+					out.Path = v.AsString()
+				} else {
+					out.WorkspaceDir = v.AsString()
+				}
+			}
+		}
+	}
+	return out, found, nil
+}

@@ -1,0 +1,34 @@
+// Package modtree is the one walk of a Terraform module tree that the SDK
+// does: from a root module directory through every module call, following
+// local sources recursively, the way terraform init resolves them.
+//
+// Walk parses each directory with terraform-config-inspect and returns a
+// Tree: every module instance by its key path ("" is the root, "a" a call
+// in the root, "a.b" a call in that module, as in terraform's
+// modules.json), the calls' sources and version constraints, and the
+// parsed configuration of every local module directory. ReadBackend reads
+// a root module's backend block, for what local state settings it has.
+//
+// Guarantees:
+//
+//   - One rule for local sources, terraform's: a source is local exactly
+//     when it starts with "./" or "../" (IsLocal). Every other source is
+//     remote: it is listed with its version constraint and not followed.
+//   - A local call's directory is its parent's directory joined with the
+//     source, cleaned lexically, as terraform does; symlinks on the way are
+//     kept in Dir (the path as reached) and resolved in Module.Resolved.
+//   - Each directory is parsed at most once (by resolved path), however
+//     many instances call it.
+//   - Parse errors never stop the walk: they are recorded on the module
+//     (Module.Err wraps ErrParse) and whatever parsed is still followed. A
+//     local source whose directory is missing is recorded (Module.Err wraps
+//     ErrMissing), not fatal. A call that leads back to a directory on its
+//     own chain of callers (resolved paths compared, so a symlink loop
+//     counts) is listed with Cycle set and not followed. Tree.Err joins all
+//     of these; callers decide whether they are fatal.
+//   - No file is ever opened unless it is a regular file: FIFOs, sockets
+//     and devices named like configuration are skipped (listed in
+//     Module.Skipped), and files are opened non-blocking and checked after
+//     opening, so a walk never hangs on one.
+//   - Walk and ReadBackend only read.
+package modtree
