@@ -1,0 +1,14 @@
+package engine_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/tfisolate/tfisolate/internal/testprovider"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testprovider.Cleanup()
+	os.Exit(code)
+}
