@@ -64,22 +64,25 @@ func (i Info) String() string {
 // run it again; calls for the same binary are serialized, so concurrent
 // callers run it once. Failures are not cached.
 func Detect(ctx context.Context, path string) (Info, error) {
+	if err := ctx.Err(); err != nil {
+		return Info{}, fmt.Errorf("detect engine %s: %w", path, err)
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return Info{}, fmt.Errorf("detect engine %s: %w", path, err)
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	resolved, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return Info{}, fmt.Errorf("detect engine %s: %w", path, err)
 	}
-	fi, err := os.Stat(real)
+	fi, err := os.Stat(resolved)
 	if err != nil {
 		return Info{}, fmt.Errorf("detect engine %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
 		return Info{}, fmt.Errorf("detect engine %s: not a regular file (%s)", path, fi.Mode().Type())
 	}
-	e := detected.entry(fileKey{path: real, size: fi.Size(), mtime: fi.ModTime().UnixNano()})
+	e := detected.entry(fileKey{path: resolved, size: fi.Size(), mtime: fi.ModTime().UnixNano()})
 	select {
 	case e.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -95,6 +98,9 @@ func Detect(ctx context.Context, path string) (Info, error) {
 	}
 	info := *e.info
 	info.Path = abs
+	// Each caller gets its own Version: go-version values can be
+	// overwritten (UnmarshalText, Scan), and the cached one must not be.
+	info.Version = version.Must(version.NewSemver(e.info.Version.Original()))
 	return info, nil
 }
 
