@@ -15,6 +15,8 @@ import (
 
 	"github.com/hashicorp/go-version"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/tfisolate/tfisolate/internal/flight"
 )
 
 // stateDir holds the cache's bookkeeping inside the cache dir. Its name
@@ -67,10 +69,12 @@ func (p Package) matches(locked []string) bool {
 
 // Stats counts what a Cache did since Open.
 type Stats struct {
-	Downloads int64 // packages this process downloaded and installed
+	Downloads int64 // packages this process downloaded and installed, repairs included
 	Bytes     int64 // bytes of those downloads
 	Hits      int64 // package requests answered from the cache or by another caller's install
 	Waits     int64 // times a package lock was held by another process and had to be waited for
+	Retries   int64 // HTTP requests retried after a timeout, a broken transfer, 429 or 5xx
+	Repairs   int64 // damaged cache entries (or entries without their install record) replaced by a fresh download
 }
 
 // Cache is a provider cache in a directory shared by any number of
@@ -82,11 +86,17 @@ type Cache struct {
 	env       *fetchEnv
 	log       *slog.Logger
 
-	mu       sync.Mutex
-	listings map[Provider]*listing
-	flights  map[string]*flight // in-process installs by package key
+	maxUnpack int64
 
-	downloads, bytes, hits, waits atomic.Int64
+	mu       sync.Mutex
+	listings map[Provider]*listing // successful listings, kept for the Cache's life
+
+	// In-process deduplication: one listing per provider, one install per
+	// package key at a time.
+	listFlights    flight.Group[*listing]
+	installFlights flight.Group[installResult]
+
+	downloads, bytes, hits, waits, retries, repairs atomic.Int64
 
 	// testHookUnpacking, when set, runs after the first file of a package
 	// has been unpacked into its temp dir. Tests use it to kill a process
@@ -97,10 +107,8 @@ type Cache struct {
 // listing is the merged version list of one provider over all sources,
 // fetched once per Cache.
 type listing struct {
-	once     sync.Once
 	versions []*version.Version
 	from     map[string]int // version -> index of the first source that offers it
-	err      error
 }
 
 // Open opens (creating if needed) the cache rooted at dir.
@@ -108,11 +116,17 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 	if dir == "" {
 		return nil, errors.New("pluginc: open cache: empty directory")
 	}
-	cfg := config{getenv: os.LookupEnv}
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
+	cfg := defaultConfig()
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("pluginc: open cache %s: option %d is nil", dir, i)
+		}
+		if err := o.apply(&cfg); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.getenv == nil {
+		cfg.getenv = os.LookupEnv
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -136,14 +150,16 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 		cfg.log = slog.New(slog.DiscardHandler)
 	}
 	c := &Cache{
-		dir:       abs,
-		sources:   cfg.sources,
-		platforms: cfg.platforms,
-		env:       &fetchEnv{client: cfg.client, log: cfg.log, env: cfg.getenv},
-		log:       cfg.log,
-		listings:  map[Provider]*listing{},
-		flights:   map[string]*flight{},
+		dir:            abs,
+		sources:        cfg.sources,
+		platforms:      cfg.platforms,
+		log:            cfg.log,
+		maxUnpack:      cfg.maxUnpack,
+		listings:       map[Provider]*listing{},
+		listFlights:    flight.Group[*listing]{Forget: true},
+		installFlights: flight.Group[installResult]{Forget: true},
 	}
+	c.env = &fetchEnv{client: cfg.client, log: cfg.log, env: cfg.getenv, lim: cfg.net, retries: &c.retries}
 	c.sweepAll()
 	return c, nil
 }
@@ -153,7 +169,8 @@ func (c *Cache) Dir() string { return c.dir }
 
 // Stats returns the counters since Open.
 func (c *Cache) Stats() Stats {
-	return Stats{Downloads: c.downloads.Load(), Bytes: c.bytes.Load(), Hits: c.hits.Load(), Waits: c.waits.Load()}
+	return Stats{Downloads: c.downloads.Load(), Bytes: c.bytes.Load(), Hits: c.hits.Load(), Waits: c.waits.Load(),
+		Retries: c.retries.Load(), Repairs: c.repairs.Load()}
 }
 
 // Ensure makes every requirement available in the cache for every
@@ -194,11 +211,10 @@ func (c *Cache) Ensure(ctx context.Context, reqs ...Requirement) ([]Package, err
 		g.Go(func() error {
 			v := plans[i].locked
 			if v == nil {
-				l := c.listing(gctx, r.Provider)
-				if l.err != nil {
-					return l.err
+				l, err := c.listing(gctx, r.Provider)
+				if err != nil {
+					return err
 				}
-				var err error
 				if v, err = selectVersion(r.Provider, l.versions, plans[i].cs); err != nil {
 					return err
 				}
@@ -231,61 +247,57 @@ func (c *Cache) Ensure(ctx context.Context, reqs ...Requirement) ([]Package, err
 }
 
 // listing returns the merged versions of p, asking the sources once per
-// Cache. A failed listing is not remembered, so a later call retries.
-func (c *Cache) listing(ctx context.Context, p Provider) *listing {
-	for {
-		l := c.listingOnce(ctx, p)
-		// Another caller's context ended while it listed for us: retry.
-		if l.err != nil && ctx.Err() == nil && (errors.Is(l.err, context.Canceled) || errors.Is(l.err, context.DeadlineExceeded)) {
-			continue
-		}
-		return l
-	}
-}
-
-func (c *Cache) listingOnce(ctx context.Context, p Provider) *listing {
+// Cache: concurrent callers share one listing, a successful one is kept
+// and a failed one is not, so a later call retries.
+func (c *Cache) listing(ctx context.Context, p Provider) (*listing, error) {
 	c.mu.Lock()
 	l, ok := c.listings[p]
-	if !ok {
-		l = &listing{}
-		c.listings[p] = l
-	}
 	c.mu.Unlock()
-	l.once.Do(func() {
-		l.from = map[string]int{}
-		var errs []error
-		for i, s := range c.sources {
-			vs, err := s.versions(ctx, c.env, p)
-			if err != nil {
-				if errors.Is(err, ErrNotFound) {
-					continue
-				}
-				errs = append(errs, fmt.Errorf("list versions of %s from %s: %w", p, s, err))
+	if ok {
+		return l, nil
+	}
+	l, _, err := c.listFlights.Do(ctx, p.String(), "another Ensure call listing "+p.String(), func() (*listing, error) {
+		l, err := c.list(ctx, p)
+		if err == nil {
+			c.mu.Lock()
+			c.listings[p] = l
+			c.mu.Unlock()
+		}
+		return l, err
+	})
+	return l, err
+}
+
+// list asks every source for the versions of p.
+func (c *Cache) list(ctx context.Context, p Provider) (*listing, error) {
+	l := &listing{from: map[string]int{}}
+	var errs []error
+	for i, s := range c.sources {
+		vs, err := s.versions(ctx, c.env, p)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if errors.Is(err, ErrNotFound) {
 				continue
 			}
-			for _, v := range vs {
-				if _, dup := l.from[v.String()]; !dup {
-					l.from[v.String()] = i
-					l.versions = append(l.versions, v)
-				}
+			errs = append(errs, fmt.Errorf("list versions of %s from %s: %w", p, s, err))
+			continue
+		}
+		for _, v := range vs {
+			if _, dup := l.from[v.String()]; !dup {
+				l.from[v.String()] = i
+				l.versions = append(l.versions, v)
 			}
 		}
-		if len(l.versions) == 0 {
-			if len(errs) > 0 {
-				l.err = errors.Join(errs...)
-			} else {
-				l.err = fmt.Errorf("%w: provider %s is offered by none of the sources (%s)", ErrNotFound, p, c.sourceNames())
-			}
-		}
-	})
-	if l.err != nil {
-		c.mu.Lock()
-		if c.listings[p] == l {
-			delete(c.listings, p)
-		}
-		c.mu.Unlock()
 	}
-	return l
+	if len(l.versions) == 0 {
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+		return nil, fmt.Errorf("%w: provider %s is offered by none of the sources (%s)", ErrNotFound, p, c.sourceNames())
+	}
+	return l, nil
 }
 
 func (c *Cache) sourceNames() string {

@@ -27,8 +27,16 @@ var (
 	ErrSignature = errors.New("signature verification failed")
 	// ErrDownload: an HTTP error, a truncated body or a malformed response.
 	ErrDownload = errors.New("download failed")
+	// ErrTimeout: a request made no progress within one of the cache's
+	// timeouts (connect, response headers, body idle). It comes wrapped
+	// with ErrDownload, in an error naming the URL and the timeout.
+	ErrTimeout = errors.New("timed out")
 	// ErrBadPackage: a package archive that cannot be unpacked safely.
 	ErrBadPackage = errors.New("bad package archive")
+	// ErrDamagedEntry: a cache entry that no longer matches what was
+	// verified when it was installed (or lost its install record) and
+	// could not be reinstalled from its source. The error names the entry.
+	ErrDamagedEntry = errors.New("damaged cache entry")
 	// ErrInvalidLockFile: a dependency lock file that cannot be parsed.
 	ErrInvalidLockFile = errors.New("invalid lock file")
 )

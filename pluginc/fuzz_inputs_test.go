@@ -211,7 +211,7 @@ func FuzzUnzip(f *testing.F) {
 		}
 		defer zf.Close()
 		dir := filepath.Join(parent, "pkg")
-		err = unzip(zf, dir, nil)
+		err = unzip(zf, dir, unzipOptions{})
 
 		ents, _ := os.ReadDir(parent)
 		for _, e := range ents {

@@ -22,14 +22,6 @@ import (
 // process. flock has no portable blocking wait that honours a context.
 const lockRetry = 10 * time.Millisecond
 
-// meta is what the cache remembers about an installed package besides its
-// files; it lives outside the package dir so it never changes the h1: hash.
-type meta struct {
-	Hashes []string `json:"hashes"`
-	Zip    string   `json:"zip"` // zh: of the zip it was unpacked from
-	Source string   `json:"source"`
-}
-
 // pkgDir is the unpacked-layout path Terraform's filesystem_mirror reads.
 func (c *Cache) pkgDir(p Provider, v *version.Version, plat string) string {
 	return filepath.Join(c.dir, p.Hostname, p.Namespace, p.Type, v.String(), plat)
@@ -49,66 +41,26 @@ func (c *Cache) lockPath(p Provider, v *version.Version, plat string) string {
 	return filepath.Join(c.dir, stateDir, "locks", pkgKey(p, v, plat)+".lock")
 }
 
-// ensurePackage returns the package, installing it if it is absent.
+// ensurePackage returns the package, installing it if it is absent and
+// reinstalling it if it no longer matches its install record.
 func (c *Cache) ensurePackage(ctx context.Context, p Provider, v *version.Version, plat string) (Package, error) {
-	if pkg, ok := c.lookup(p, v, plat); ok {
+	if e := c.check(p, v, plat); e.state == entryOK {
 		c.hits.Add(1)
-		return pkg, nil
+		return e.pkg, nil
 	}
-	key := pkgKey(p, v, plat)
-	for {
-		c.mu.Lock()
-		f, follower := c.flights[key]
-		if !follower {
-			f = &flight{done: make(chan struct{})}
-			c.flights[key] = f
-		}
-		c.mu.Unlock()
-
-		if !follower {
-			// The leader installs in its own goroutine, so nothing outlives
-			// this call, and publishes the result to whoever joined.
-			res, err := c.install(ctx, p, v, plat)
-			f.res, f.err = res, err
-			c.mu.Lock()
-			delete(c.flights, key)
-			c.mu.Unlock()
-			close(f.done)
-			if err != nil {
-				return Package{}, err
-			}
-			if !res.downloaded {
-				c.hits.Add(1)
-			}
-			return res.pkg, nil
-		}
-
-		select {
-		case <-ctx.Done():
-			// A follower owns nothing, so it can leave at once.
-			return Package{}, ctx.Err()
-		case <-f.done:
-		}
-		if f.err != nil {
-			// The leader's context ended, not ours: try again, maybe as leader.
-			if ctx.Err() == nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) {
-				continue
-			}
-			return Package{}, f.err
-		}
+	// One install per package in this process: the leader installs in its
+	// own goroutine, so nothing outlives this call; the others wait with
+	// their own context and get its result.
+	res, leader, err := c.installFlights.Do(ctx, pkgKey(p, v, plat), "another Ensure call", func() (installResult, error) {
+		return c.install(ctx, p, v, plat)
+	})
+	if err != nil {
+		return Package{}, err
+	}
+	if !leader || !res.downloaded {
 		c.hits.Add(1)
-		return f.res.pkg, nil
 	}
-}
-
-// flight is one in-process install that other callers wait for. It does
-// what x/sync/singleflight does, except that the leader runs in the
-// caller's goroutine (DoChan would leave it running after a cancelled
-// caller returned) while followers can still give up on their own context.
-type flight struct {
-	done chan struct{}
-	res  installResult
-	err  error
+	return res.pkg, nil
 }
 
 type installResult struct {
@@ -116,33 +68,52 @@ type installResult struct {
 	downloaded bool
 }
 
-// lookup returns the package if its directory is in place. The directory is
-// renamed into place last, so its presence means the package is complete.
-func (c *Cache) lookup(p Provider, v *version.Version, plat string) (Package, bool) {
+type entryState int
+
+const (
+	entryOK       entryState = iota // in place and as recorded at install
+	entryAbsent                     // no package dir
+	entryChanged                    // something differs from the install record
+	entryNoRecord                   // a package dir without a usable install record
+)
+
+// entry is what check found.
+type entry struct {
+	state entryState
+	pkg   Package
+	meta  *meta
+	why   string // what is wrong, for entryChanged and entryNoRecord
+}
+
+// check compares a package dir with its install record without reading
+// any file: the cheap check done on every use. The directory is renamed
+// into place last, so its presence with a matching record means the
+// package is complete and is what was verified.
+func (c *Cache) check(p Provider, v *version.Version, plat string) entry {
 	dir := c.pkgDir(p, v, plat)
-	fi, err := os.Stat(dir)
-	if err != nil || !fi.IsDir() {
-		return Package{}, false
-	}
-	pkg := Package{Provider: p, Version: v.String(), Platform: plat, Dir: dir}
-	b, err := os.ReadFile(c.metaPath(p, v, plat))
-	var m meta
-	if err == nil && json.Unmarshal(b, &m) == nil && len(m.Hashes) > 0 {
-		pkg.Hashes, pkg.zipHash = m.Hashes, m.Zip
-		return pkg, true
-	}
-	// The meta file is written before the rename, so this only happens if
-	// someone removed it; the h1: hash can always be recomputed.
-	h1, err := hashDir(dir)
+	fi, err := os.Lstat(dir)
 	if err != nil {
-		return Package{}, false
+		return entry{state: entryAbsent}
 	}
-	pkg.Hashes = []string{h1}
-	return pkg, true
+	if !fi.IsDir() {
+		return entry{state: entryNoRecord, why: "it is not a directory"}
+	}
+	m, err := readMeta(c.metaPath(p, v, plat))
+	if err != nil {
+		return entry{state: entryNoRecord, why: "its install record is missing or unreadable: " + err.Error()}
+	}
+	e := entry{state: entryOK, meta: m,
+		pkg: Package{Provider: p, Version: v.String(), Platform: plat, Dir: dir, Hashes: m.Hashes, zipHash: m.Zip}}
+	if why := quickCheck(dir, m); why != "" {
+		e.state, e.why = entryChanged, why
+	}
+	return e
 }
 
 // install takes the package's flock and installs the package unless
-// another process did so while this one waited.
+// another process did so while this one waited. An entry that no longer
+// matches its install record, or has none, is removed and installed
+// afresh from its source: its bytes alone are never trusted.
 func (c *Cache) install(ctx context.Context, p Provider, v *version.Version, plat string) (installResult, error) {
 	lk := flock.New(c.lockPath(p, v, plat))
 	ok, err := lk.TryLock()
@@ -163,15 +134,93 @@ func (c *Cache) install(ctx context.Context, p Provider, v *version.Version, pla
 	// processes hold "the" lock on different inodes.
 	defer lk.Unlock()
 
-	if pkg, ok := c.lookup(p, v, plat); ok {
-		return installResult{pkg: pkg}, nil
+	e := c.check(p, v, plat)
+	if e.state == entryChanged {
+		// The stamps moved (a copy, a restore, a touch); the content decides.
+		e = c.reverify(p, v, plat, e)
 	}
+	if e.state == entryOK {
+		return installResult{pkg: e.pkg}, nil
+	}
+	dir := c.pkgDir(p, v, plat)
 	c.sweep(p, v, plat)
+	damaged := e.state != entryAbsent
+	if damaged {
+		c.log.Warn("cache entry does not match what was verified at install; reinstalling it from its source",
+			"dir", dir, "problem", e.why)
+		if err := c.discard(p, v, plat); err != nil {
+			return installResult{}, fmt.Errorf("%w %s (%s): remove it: %w", ErrDamagedEntry, dir, e.why, err)
+		}
+	}
 	pkg, err := c.download(ctx, p, v, plat)
 	if err != nil {
+		if damaged && ctx.Err() == nil {
+			err = fmt.Errorf("%w %s (%s) was removed, and reinstalling it failed: %w", ErrDamagedEntry, dir, e.why, err)
+		}
 		return installResult{}, err
 	}
+	if damaged {
+		c.repairs.Add(1)
+	}
 	return installResult{pkg: pkg, downloaded: true}, nil
+}
+
+// reverify reads every file of an entry whose stamps changed and compares
+// names, sizes, modes and SHA-256 with the install record. If they all
+// match, the record gets the new stamps and the entry is good. The caller
+// holds the package lock.
+func (c *Cache) reverify(p Provider, v *version.Version, plat string, e entry) entry {
+	dir := c.pkgDir(p, v, plat)
+	now, err := recordDir(dir)
+	if err != nil {
+		e.why = err.Error()
+		return e
+	}
+	if len(e.meta.Files) > 0 {
+		if d := diffFiles(now, e.meta.Files, true); d != "" {
+			e.why = d
+			return e
+		}
+	} else if h1, err := h1Of(now); err != nil || h1 != e.meta.lockH1() {
+		// A record from before per-file records: the h1: decides.
+		e.why = fmt.Sprintf("its files hash to %s, %s when installed", h1, e.meta.lockH1())
+		return e
+	}
+	m := *e.meta
+	m.Files, m.H1 = now, e.meta.lockH1()
+	if err := c.writeMeta(p, v, plat, &m); err != nil {
+		e.why = err.Error()
+		return e
+	}
+	c.log.Info("cache entry re-verified against its install record", "dir", dir)
+	e.state, e.meta = entryOK, &m
+	return e
+}
+
+// discard moves a package dir out of the tree (atomically, so no reader
+// sees half of it), then removes it and its record. The caller holds the
+// package lock.
+func (c *Cache) discard(p Provider, v *version.Version, plat string) error {
+	aside := filepath.Join(c.dir, stateDir, "tmp", pkgKey(p, v, plat)+"."+strconv.Itoa(os.Getpid())+"-damaged.d")
+	if err := os.Rename(c.pkgDir(p, v, plat), aside); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if err := os.Remove(c.metaPath(p, v, plat)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return os.RemoveAll(aside)
+}
+
+func (c *Cache) writeMeta(p Provider, v *version.Version, plat string, m *meta) error {
+	mp := c.metaPath(p, v, plat)
+	mb, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(mp), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(mp, mb, 0o644)
 }
 
 // sweep removes temp files and dirs of earlier attempts at this package.
@@ -225,10 +274,14 @@ func (c *Cache) download(ctx context.Context, p Provider, v *version.Version, pl
 	if err != nil {
 		return fail(f.url, err)
 	}
-	if err := unzip(zf, unpackDir, c.testHookUnpacking); err != nil {
+	if err := unzip(zf, unpackDir, unzipOptions{name: f.url, maxSize: c.maxUnpack, hook: c.testHookUnpacking, writer: c.env.writer}); err != nil {
 		return fail(f.url, err)
 	}
-	h1, err := hashDir(unpackDir)
+	files, err := recordDir(unpackDir)
+	if err != nil {
+		return fail(f.url, err)
+	}
+	h1, err := h1Of(files)
 	if err != nil {
 		return fail(f.url, err)
 	}
@@ -237,14 +290,10 @@ func (c *Cache) download(ctx context.Context, p Provider, v *version.Version, pl
 	}
 	hashes := sortedUnique(append([]string{h1}, f.lockExtra...))
 
-	// Meta first, then the package: whoever sees the package sees its meta.
-	mp := c.metaPath(p, v, plat)
+	// The record first, then the package: whoever sees the package sees
+	// its record. Renaming the dir leaves its files' stamps as recorded.
 	zh := "zh:" + f.sha256
-	mb, _ := json.Marshal(meta{Hashes: hashes, Zip: zh, Source: src.String()})
-	if err := os.MkdirAll(filepath.Dir(mp), 0o755); err != nil {
-		return fail(f.url, err)
-	}
-	if err := atomicfile.WriteFile(mp, mb, 0o644); err != nil {
+	if err := c.writeMeta(p, v, plat, &meta{Hashes: hashes, Zip: zh, Source: src.String(), H1: h1, Files: files}); err != nil {
 		return fail(f.url, err)
 	}
 	final := c.pkgDir(p, v, plat)
@@ -265,9 +314,9 @@ func (c *Cache) download(ctx context.Context, p Provider, v *version.Version, pl
 
 // sourceFor returns the first source that lists v.
 func (c *Cache) sourceFor(ctx context.Context, p Provider, v *version.Version) (Source, error) {
-	l := c.listing(ctx, p)
-	if l.err != nil {
-		return nil, l.err
+	l, err := c.listing(ctx, p)
+	if err != nil {
+		return nil, err
 	}
 	i, ok := l.from[v.String()]
 	if !ok {

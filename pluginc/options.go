@@ -5,10 +5,31 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"time"
 )
 
-// Option configures a Cache.
-type Option func(*config) error
+// Option configures a Cache. Options are applied in order; Open fails with
+// an error naming the first option whose value is invalid.
+type Option interface {
+	apply(*config) error
+}
+
+// optionFunc is the one implementation of Option.
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+// Defaults of the network and size limits; see the With* option of each.
+const (
+	DefaultConnectTimeout   = 30 * time.Second
+	DefaultHeaderTimeout    = 60 * time.Second
+	DefaultBodyIdleTimeout  = 60 * time.Second
+	DefaultRetries          = 4
+	DefaultRetryWaitMin     = 1 * time.Second
+	DefaultRetryWaitMax     = 30 * time.Second
+	DefaultMaxUnpackedSize  = 2 << 30 // 2 GiB
+	DefaultMaxDocumentBytes = 8 << 20 // 8 MiB: JSON, SHA256SUMS, signatures
+)
 
 type config struct {
 	sources   []Source
@@ -16,20 +37,41 @@ type config struct {
 	client    *http.Client
 	log       *slog.Logger
 	getenv    func(string) (string, bool)
+	net       netLimits
+	maxUnpack int64
+}
+
+// netLimits bounds every HTTP request the cache makes.
+type netLimits struct {
+	connect, header, idle time.Duration
+	retries               int
+	waitMin, waitMax      time.Duration
+	maxDoc                int64
+}
+
+func defaultConfig() config {
+	return config{
+		net: netLimits{
+			connect: DefaultConnectTimeout, header: DefaultHeaderTimeout, idle: DefaultBodyIdleTimeout,
+			retries: DefaultRetries, waitMin: DefaultRetryWaitMin, waitMax: DefaultRetryWaitMax,
+			maxDoc: DefaultMaxDocumentBytes,
+		},
+		maxUnpack: DefaultMaxUnpackedSize,
+	}
 }
 
 // WithSource sets the sources packages are installed from, tried in order.
 // Without it the Cache uses Registry() alone.
 func WithSource(sources ...Source) Option {
-	return func(c *config) error {
+	return optionFunc(func(c *config) error {
 		for i, s := range sources {
 			if s == nil {
-				return fmt.Errorf("pluginc: source %d is nil", i)
+				return fmt.Errorf("pluginc: WithSource: source %d is nil", i)
 			}
 		}
 		c.sources = append(c.sources, sources...)
 		return nil
-	}
+	})
 }
 
 var platformRE = regexp.MustCompile(`^[a-z0-9]+_[a-z0-9]+$`)
@@ -39,46 +81,137 @@ var platformRE = regexp.MustCompile(`^[a-z0-9]+_[a-z0-9]+$`)
 // platform only. Fetching more platforms is what makes every package's
 // h1: hash available for a portable lock file.
 func WithPlatforms(platforms ...string) Option {
-	return func(c *config) error {
+	return optionFunc(func(c *config) error {
 		for _, p := range platforms {
 			if !platformRE.MatchString(p) {
-				return fmt.Errorf("%w %q: want OS_ARCH such as linux_amd64", ErrInvalidPlatform, p)
+				return fmt.Errorf("pluginc: WithPlatforms: %w %q: want OS_ARCH such as linux_amd64", ErrInvalidPlatform, p)
 			}
 		}
 		c.platforms = append([]string(nil), platforms...)
 		return nil
-	}
+	})
 }
 
 // WithHTTPClient sets the client used for registries and network mirrors.
+// The cache's own timeouts and retries apply on top of whatever the client
+// does: a client without timeouts cannot make a request hang.
 func WithHTTPClient(hc *http.Client) Option {
-	return func(c *config) error {
+	return optionFunc(func(c *config) error {
 		if hc == nil {
-			return fmt.Errorf("pluginc: nil HTTP client")
+			return fmt.Errorf("pluginc: WithHTTPClient: nil client")
 		}
 		c.client = hc
 		return nil
-	}
+	})
 }
 
-// WithLogger sets where the cache reports what it does. The default
-// discards everything.
+// WithLogger sets where the cache reports what it does. The default, and
+// WithLogger(nil), discards everything.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
-		if l != nil {
-			c.log = l
-		}
+	return optionFunc(func(c *config) error {
+		c.log = l
 		return nil
-	}
+	})
 }
 
 // WithLookupEnv replaces os.LookupEnv for reading TF_TOKEN_<host>
-// credentials, for callers that keep their environment elsewhere.
+// credentials, for callers that keep their environment elsewhere. nil
+// restores os.LookupEnv.
 func WithLookupEnv(lookup func(string) (string, bool)) Option {
-	return func(c *config) error {
-		if lookup != nil {
-			c.getenv = lookup
-		}
+	return optionFunc(func(c *config) error {
+		c.getenv = lookup
 		return nil
+	})
+}
+
+func positive(name string, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("pluginc: %s: %s is not a positive duration", name, d)
 	}
+	return nil
+}
+
+// WithConnectTimeout bounds how long one attempt may take to get a
+// connection (dial and TLS handshake) once it asks for one. Default
+// DefaultConnectTimeout (30s). A timed-out attempt is retried.
+func WithConnectTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if err := positive("WithConnectTimeout", d); err != nil {
+			return err
+		}
+		c.net.connect = d
+		return nil
+	})
+}
+
+// WithHeaderTimeout bounds how long one attempt may wait for the response
+// headers once it has a connection. Default DefaultHeaderTimeout (60s). A
+// timed-out attempt is retried.
+func WithHeaderTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if err := positive("WithHeaderTimeout", d); err != nil {
+			return err
+		}
+		c.net.header = d
+		return nil
+	})
+}
+
+// WithBodyIdleTimeout bounds how long a response body may go without
+// delivering a byte; a slow body that keeps making progress is never cut.
+// Default DefaultBodyIdleTimeout (60s). A stalled attempt is retried from
+// the start.
+func WithBodyIdleTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if err := positive("WithBodyIdleTimeout", d); err != nil {
+			return err
+		}
+		c.net.idle = d
+		return nil
+	})
+}
+
+// WithRetries sets how many times a failed request is retried: after a
+// connection error, a timeout, a body cut short, HTTP 429 or a 5xx status
+// other than 501. 0 turns retries off. Default DefaultRetries (4).
+func WithRetries(n int) Option {
+	return optionFunc(func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("pluginc: WithRetries: %d is negative", n)
+		}
+		c.net.retries = n
+		return nil
+	})
+}
+
+// WithRetryWait sets the backoff between retries: min doubled per attempt,
+// at most max. A Retry-After header on a 429 or 503 is honoured instead,
+// unless it asks for more than max: then the request fails at once with
+// an error saying how long the server asked to wait. Defaults
+// DefaultRetryWaitMin (1s) and DefaultRetryWaitMax (30s).
+func WithRetryWait(min, max time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if err := positive("WithRetryWait", min); err != nil {
+			return err
+		}
+		if max < min {
+			return fmt.Errorf("pluginc: WithRetryWait: max %s is less than min %s", max, min)
+		}
+		c.net.waitMin, c.net.waitMax = min, max
+		return nil
+	})
+}
+
+// WithMaxUnpackedSize caps the total size of a package's files once
+// unpacked; an archive that would unpack to more is refused with
+// ErrBadPackage before anything it holds lands in the cache. Default
+// DefaultMaxUnpackedSize (2 GiB).
+func WithMaxUnpackedSize(n int64) Option {
+	return optionFunc(func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("pluginc: WithMaxUnpackedSize: %d is not a positive size", n)
+		}
+		c.maxUnpack = n
+		return nil
+	})
 }

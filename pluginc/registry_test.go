@@ -128,7 +128,7 @@ func TestRegistryFaults(t *testing.T) {
 		t.Run(fmt.Sprint(tc.want, tc.fault), func(t *testing.T) {
 			f := startRegistry(t, 0, []string{"1.0.0"})
 			f.srv.SetFault(tc.fault)
-			c := f.open(t, t.TempDir())
+			c := f.open(t, t.TempDir(), fast(1)...)
 			_, err := c.Ensure(context.Background(), Requirement{Provider: f.p})
 			require.ErrorIs(t, err, tc.want)
 			var ie *InstallError

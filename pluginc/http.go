@@ -1,0 +1,377 @@
+package pluginc
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// fetchEnv is what sources need from the Cache: the HTTP client and the
+// limits every request runs under.
+type fetchEnv struct {
+	client  *http.Client
+	log     *slog.Logger
+	env     func(string) (string, bool)
+	lim     netLimits
+	retries *atomic.Int64 // Stats.Retries
+
+	// testHookWriter, when set, wraps every writer a download or an
+	// unpack writes through, so tests can make writes fail (ENOSPC).
+	testHookWriter func(io.Writer) io.Writer
+}
+
+func (e *fetchEnv) writer(w io.Writer) io.Writer {
+	if e != nil && e.testHookWriter != nil {
+		return e.testHookWriter(w)
+	}
+	return w
+}
+
+// getSmall fetches a small document (JSON, SHA256SUMS, signatures). A
+// response over the document limit is an error, never silently cut.
+func (e *fetchEnv) getSmall(ctx context.Context, url, token string) ([]byte, error) {
+	var b []byte
+	err := e.get(ctx, url, token, func(body io.Reader, _ int64) error {
+		var err error
+		b, err = io.ReadAll(io.LimitReader(body, e.lim.maxDoc+1))
+		if err != nil {
+			return fmt.Errorf("%w: GET %s: read body: %w", ErrDownload, url, err)
+		}
+		if int64(len(b)) > e.lim.maxDoc {
+			return fmt.Errorf("%w: response from %s exceeds %d bytes", ErrDownload, url, e.lim.maxDoc)
+		}
+		return nil
+	})
+	return b, err
+}
+
+// download streams url into dst and returns the byte count and the zip's
+// SHA-256 in hex. A body shorter than its Content-Length is an error; a
+// retried download starts dst over.
+func (e *fetchEnv) download(ctx context.Context, url, token string, dst *os.File) (int64, string, error) {
+	var n int64
+	var sum string
+	err := e.get(ctx, url, token, func(body io.Reader, length int64) error {
+		if err := dst.Truncate(0); err != nil {
+			return err
+		}
+		if _, err := dst.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		var err error
+		n, sum, err = copyHashed(ctx, url, e.writer(dst), body, length)
+		return err
+	})
+	return n, sum, err
+}
+
+// copyHashed copies src to dst and returns the byte count and the hex
+// SHA-256 of what it copied. A failed write (a full disk) is reported as
+// what it is, never as a truncated body.
+func copyHashed(ctx context.Context, url string, dst io.Writer, src io.Reader, want int64) (int64, string, error) {
+	h := sha256.New()
+	w := &writeRecorder{w: io.MultiWriter(dst, h)}
+	n, err := io.Copy(w, src)
+	if w.err != nil {
+		return n, "", fmt.Errorf("save %s: %w", url, w.err)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return n, "", ctx.Err()
+		}
+		if errors.Is(err, ErrTimeout) {
+			return n, "", fmt.Errorf("%w: GET %s: %w", ErrDownload, url, err)
+		}
+		return n, "", fmt.Errorf("%w: %s: body cut short after %d bytes: %w", ErrDownload, url, n, err)
+	}
+	if want >= 0 && n != want {
+		return n, "", fmt.Errorf("%w: %s: body truncated: got %d of %d bytes", ErrDownload, url, n, want)
+	}
+	return n, hexSum(h), nil
+}
+
+func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
+
+// writeRecorder remembers the first write error, so a copy can tell a
+// failed write from a failed read.
+type writeRecorder struct {
+	w   io.Writer
+	err error
+}
+
+func (r *writeRecorder) Write(p []byte) (int, error) {
+	n, err := r.w.Write(p)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// get performs GET url and hands a 200 response's body (and its announced
+// length, -1 if unknown) to consume. Every attempt runs under the connect,
+// header and body-idle timeouts; connection errors, timeouts, bodies cut
+// short, 429 and 5xx (but 501) are retried with backoff, honouring
+// Retry-After. consume may be called once per attempt and must start
+// over each time. Errors name the URL and wrap ErrDownload (ErrNotFound
+// for a 404), and ErrTimeout when a timeout was the cause.
+func (e *fetchEnv) get(ctx context.Context, url, token string, consume func(body io.Reader, length int64) error) error {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		resp, body, err := e.attempt(ctx, url, token)
+		var retry bool
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			retry, _ = retryablehttp.DefaultRetryPolicy(ctx, nil, err)
+			err = fmt.Errorf("%w: GET %s: %w", ErrDownload, url, err)
+		case resp.StatusCode != http.StatusOK:
+			retry, _ = retryablehttp.DefaultRetryPolicy(ctx, resp, nil)
+			err = statusError(url, resp)
+			body.Close()
+		default:
+			err = consume(body, resp.ContentLength)
+			body.Close()
+			if err == nil {
+				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// Only a transfer that broke off is worth another try; a
+			// failed write or a response over a limit is not.
+			if body.readErr == nil {
+				return err
+			}
+			retry = true
+		}
+		if !retry || attempt >= e.lim.retries {
+			if attempt > 0 {
+				err = fmt.Errorf("%w (gave up after %d attempts)", err, attempt+1)
+			}
+			return err
+		}
+		wait := retryablehttp.DefaultBackoff(e.lim.waitMin, e.lim.waitMax, attempt, resp)
+		if wait > e.lim.waitMax {
+			// Only Retry-After goes past the cap: the server wants more
+			// patience than we were given.
+			return fmt.Errorf("%w (the server asks to retry after %s, longer than the retry wait limit %s)", err, wait, e.lim.waitMax)
+		}
+		e.retries.Add(1)
+		e.log.Info("retrying request", "url", url, "attempt", attempt+2, "wait", wait, "error", err.Error())
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// statusError describes a non-200 response. It reads a little of the body
+// for the message and leaves closing it to the caller.
+func statusError(url string, resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	msg := strings.TrimSpace(string(b))
+	if msg != "" {
+		msg = ": " + oneLine(msg)
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		return fmt.Errorf("%w: GET %s: %s%s", ErrNotFound, url, resp.Status, msg)
+	}
+	return fmt.Errorf("%w: GET %s: %s%s", ErrDownload, url, resp.Status, msg)
+}
+
+// attempt sends one GET under a watchdog. On success the caller must
+// close the returned body, which also releases the watchdog.
+func (e *fetchEnv) attempt(ctx context.Context, url, token string) (*http.Response, *watchedBody, error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	w := newWatchdog(e.lim, cancel)
+	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
+		GetConn: func(string) { w.phase(phaseConnect) },
+		GotConn: func(httptrace.GotConnInfo) { w.phase(phaseHeaders) },
+	})
+	req, err := http.NewRequestWithContext(actx, http.MethodGet, url, nil)
+	if err != nil {
+		w.stop()
+		return nil, nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("User-Agent", "tfisolate-pluginc")
+	resp, err := e.client.Do(req)
+	if err != nil {
+		cause := context.Cause(actx)
+		w.stop()
+		var te *timeoutError
+		if errors.As(cause, &te) {
+			return nil, nil, cause
+		}
+		return nil, nil, err
+	}
+	w.phase(phaseBody)
+	return resp, &watchedBody{rc: resp.Body, w: w, actx: actx}, nil
+}
+
+// timeoutError says which timeout expired.
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string { return e.msg }
+func (e *timeoutError) Unwrap() error { return ErrTimeout }
+
+type phase int
+
+const (
+	phaseStart   phase = iota // before the transport asks for a connection
+	phaseConnect              // dialing and handshaking
+	phaseHeaders              // waiting for the response headers
+	phaseBody                 // reading the body
+	phaseDone
+)
+
+// watchdog cancels an attempt whose current phase makes no progress in
+// time. It works whatever http.Client the caller gave us: a client with no
+// timeouts of its own still cannot hang the cache.
+type watchdog struct {
+	lim    netLimits
+	cancel context.CancelCauseFunc
+
+	mu       sync.Mutex
+	t        *time.Timer
+	ph       phase
+	deadline time.Time // of the start, connect and headers phases
+	last     time.Time // last body progress
+	n        int64     // body bytes so far
+}
+
+func newWatchdog(lim netLimits, cancel context.CancelCauseFunc) *watchdog {
+	w := &watchdog{lim: lim, cancel: cancel, ph: phaseStart}
+	// A transport that reports no trace events is still bounded: by both
+	// timeouts together until the headers arrive.
+	d := lim.connect + lim.header
+	w.mu.Lock()
+	w.deadline = time.Now().Add(d)
+	w.t = time.AfterFunc(d, w.check)
+	w.mu.Unlock()
+	return w
+}
+
+// phase moves the watchdog to p and restarts its clock.
+func (w *watchdog) phase(p phase) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ph == phaseDone {
+		return
+	}
+	w.ph = p
+	now := time.Now()
+	var d time.Duration
+	switch p {
+	case phaseConnect:
+		d = w.lim.connect
+	case phaseHeaders:
+		d = w.lim.header
+	case phaseBody:
+		d = w.lim.idle
+		w.last = now
+	}
+	w.deadline = now.Add(d)
+	w.t.Reset(d)
+}
+
+// progress records n body bytes read.
+func (w *watchdog) progress(n int) {
+	w.mu.Lock()
+	w.n += int64(n)
+	w.last = time.Now()
+	w.mu.Unlock()
+}
+
+// check runs when the timer fires: it cancels the attempt if the phase's
+// time is up, or sleeps until it might be (progress moved the goalpost).
+func (w *watchdog) check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ph == phaseDone {
+		return
+	}
+	now := time.Now()
+	due := w.deadline
+	if w.ph == phaseBody {
+		due = w.last.Add(w.lim.idle)
+	}
+	if now.Before(due) {
+		w.t.Reset(due.Sub(now))
+		return
+	}
+	var msg string
+	switch w.ph {
+	case phaseStart:
+		msg = fmt.Sprintf("no response headers within %s", w.lim.connect+w.lim.header)
+	case phaseConnect:
+		msg = fmt.Sprintf("no connection within the connect timeout %s", w.lim.connect)
+	case phaseHeaders:
+		msg = fmt.Sprintf("no response headers within the header timeout %s", w.lim.header)
+	case phaseBody:
+		msg = fmt.Sprintf("body stalled: no data for the idle timeout %s after %d bytes", w.lim.idle, w.n)
+	}
+	w.ph = phaseDone
+	w.cancel(&timeoutError{msg: msg})
+}
+
+// stop ends the watchdog and releases the attempt's context.
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	w.ph = phaseDone
+	w.t.Stop()
+	w.mu.Unlock()
+	w.cancel(context.Canceled)
+}
+
+// watchedBody feeds the watchdog and remembers why a read failed.
+type watchedBody struct {
+	rc      io.ReadCloser
+	w       *watchdog
+	actx    context.Context
+	readErr error
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.w.progress(n)
+	}
+	if err != nil && err != io.EOF {
+		var te *timeoutError
+		if cause := context.Cause(b.actx); errors.As(cause, &te) {
+			err = cause
+		}
+		b.readErr = err
+	}
+	return n, err
+}
+
+func (b *watchedBody) Close() error {
+	err := b.rc.Close()
+	b.w.stop()
+	return err
+}
