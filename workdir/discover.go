@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hashicorp/terraform-config-inspect/tfconfig"
+	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
 // layout is where the source set lives and where the component sits in it.
@@ -16,59 +16,36 @@ type layout struct {
 	base      string   // common ancestor of the component and its local modules
 	component string   // slash path of the component relative to base ("." when equal)
 	dirs      []string // slash paths relative to base to copy recursively; none inside another
+	// missing lists local module dirs that were called but did not exist:
+	// if one appears later, the layout may change although no file of the
+	// source set did.
+	missing []string
 }
 
-// isLocalSource mirrors Terraform's rule: only "./" and "../" prefixes mean
-// a local directory; everything else is fetched by terraform init.
-func isLocalSource(s string) bool {
-	return strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../")
-}
-
-// discover follows local module calls from the component, recursively, and
-// returns the smallest layout that keeps every relative source resolvable.
-// Unparsable files are not an error here: terraform reports them better, and
-// the files still need to be in the workdir for it to do so.
+// discover follows local module calls from the component, recursively
+// (modtree's walk: terraform's rule for local sources, paths as reached
+// through symlinks), and returns the smallest layout that keeps every
+// relative source resolvable. Problems in the tree are not an error here:
+// terraform reports them better, and the files still need to be in the
+// workdir for it to do so.
 func discover(ctx context.Context, log *slog.Logger, component string) layout {
-	seen := map[string]bool{component: true}
-	queue := []string{component}
-	for len(queue) > 0 {
-		d := queue[0]
-		queue = queue[1:]
-		mod, diags := tfconfig.LoadModule(d)
-		if diags.HasErrors() {
-			log.DebugContext(ctx, "module has errors; following the calls that parsed", "dir", d, "err", diags.Err())
-		}
-		if mod == nil {
-			continue
-		}
-		names := make([]string, 0, len(mod.ModuleCalls))
-		for n := range mod.ModuleCalls {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			src := mod.ModuleCalls[n].Source
-			if !isLocalSource(src) {
-				continue
-			}
-			p := filepath.Join(d, filepath.FromSlash(src))
-			if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
-				log.DebugContext(ctx, "local module source not found; terraform will report it", "dir", d, "module", n, "source", src)
-				continue
-			}
-			if !seen[p] {
-				seen[p] = true
-				queue = append(queue, p)
-			}
+	tr := modtree.Walk(component)
+	if err := tr.Err(); err != nil {
+		log.DebugContext(ctx, "module tree has errors; following what parsed", "dir", component, "err", err)
+	}
+	all := tr.LocalDirs()
+	if len(all) == 0 {
+		all = []string{component} // unreadable component: still copy what is there
+	}
+	var missing []string
+	for d, mod := range tr.Modules {
+		if mod.Config == nil {
+			missing = append(missing, d)
 		}
 	}
-	all := make([]string, 0, len(seen))
-	for p := range seen {
-		all = append(all, p)
-	}
-	sort.Strings(all)
+	sort.Strings(missing)
 	base := commonAncestor(all)
-	l := layout{base: base}
+	l := layout{base: base, missing: missing}
 	comp, _ := filepath.Rel(base, component)
 	l.component = filepath.ToSlash(comp)
 	var kept []string
@@ -86,10 +63,38 @@ next:
 	return l
 }
 
+// stillMissing reports whether every directory a stamp recorded as missing
+// is still missing.
+func stillMissing(dirs []string) bool {
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
 // within reports whether p is dir or inside it.
 func within(dir, p string) bool {
 	r, err := filepath.Rel(dir, p)
 	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) && !filepath.IsAbs(r)
+}
+
+// withinSlash is within for clean slash paths relative to one directory
+// ("." is that directory).
+func withinSlash(dir, p string) bool {
+	return dir == "." || p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// relSlash is p relative to dir, for clean slash paths with withinSlash(dir, p).
+func relSlash(dir, p string) string {
+	if dir == "." {
+		return p
+	}
+	if p == dir {
+		return "."
+	}
+	return strings.TrimPrefix(p, dir+"/")
 }
 
 func commonAncestor(paths []string) string {

@@ -21,11 +21,18 @@ var (
 	// ErrHasState is returned by Remove when the workdir still holds local
 	// Terraform state with resources and force was not given.
 	ErrHasState = errors.New("workdir holds local state")
+
+	// ErrLeftBehind is returned by Prepare when the component moved inside
+	// the layout (a local module outside its directory appeared or went)
+	// and some of the instance's data could not follow it without
+	// replacing something at the new position. The error names both
+	// paths; nothing was overwritten, and the next Prepare tries again.
+	ErrLeftBehind = errors.New("instance data would be left behind")
 )
 
 // InputError describes one bad argument. It wraps ErrInvalid.
 type InputError struct {
-	Field  string // "stack", "instance", "source", "file", "root"
+	Field  string // "stack", "instance", "source", "file", "root", "option"
 	Value  string
 	Reason string
 }

@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
+	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/reflink"
 )
 
@@ -98,7 +97,7 @@ func replaceFile(dst string, perm os.FileMode, fill func(*os.File) error) error 
 // the workdir, not what the source held when it was hashed.
 func copyFromSource(ctx context.Context, dst string, e entry, buf []byte) (sum [sha256.Size]byte, size int64, err error) {
 	err = replaceFile(dst, e.perm, func(f *os.File) error {
-		s, err := openRegular(e.abs)
+		s, err := modtree.OpenRegular(e.abs)
 		if err != nil {
 			return err
 		}
@@ -113,27 +112,6 @@ func copyFromSource(ctx context.Context, dst string, e entry, buf []byte) (sum [
 		return err
 	})
 	return sum, size, err
-}
-
-// openRegular opens p for reading without ever blocking on it: O_NONBLOCK
-// makes opening a FIFO return at once, and anything but a regular file is
-// then refused by name. A FIFO named like a source file would otherwise
-// hang the copy (and the instance lock) forever.
-func openRegular(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: p, Err: errNotRegular}
-	}
-	return f, nil
 }
 
 func writeData(dst string, data []byte) error {

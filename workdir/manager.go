@@ -24,6 +24,7 @@ const (
 // It is safe for concurrent use, and several processes may share a root.
 type Manager struct {
 	root      string
+	realRoot  string // root with symlinks resolved: never copied from a source
 	log       *slog.Logger
 	lockRetry time.Duration
 	hook      func(path string)
@@ -107,7 +108,11 @@ func New(root string, opts ...Option) (*Manager, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("create workdir root: %w", err)
 	}
-	return &Manager{root: abs, log: c.log, lockRetry: c.lockRetry, hook: c.hook}, nil
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("create workdir root: %w", err)
+	}
+	return &Manager{root: abs, realRoot: real, log: c.log, lockRetry: c.lockRetry, hook: c.hook}, nil
 }
 
 // Root returns the absolute root directory.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,7 +14,15 @@ import (
 	"strings"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/modtree"
 )
+
+// input is everything a build works from.
+type input struct {
+	source  string          // absolute component dir
+	files   []genFile       // generated files
+	backend modtree.Backend // the component's backend, generated files included
+}
 
 // materialize makes root/id match the source and generated files. The
 // caller holds the instance lock.
@@ -30,29 +39,32 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	if err != nil && !cold {
 		return nil, err
 	}
+	in := input{source: source, files: files, backend: m.readBackend(ctx, source, files)}
 	var old *stamp
 	if !cold {
 		old = readStamp(home)
-		if st, ok, err := m.warm(ctx, home, old, source, files); err != nil || ok {
-			return st, err
+		st, set, ok, err := m.warm(ctx, home, old, in)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			m.noteSkipped(ctx, id, set)
+			return st, nil
 		}
 	}
 
 	lay := discover(ctx, m.log, source)
-	ents, err := collect(ctx, lay.base, lay.dirs, m.root)
+	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(in.backend, lay.component))
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	hash := setHash(lay.component, lay.dirs, ents)
+	m.noteSkipped(ctx, id, set)
 	if !cold {
 		m.log.InfoContext(ctx, "refreshing workdir", "id", id, "source", source)
-		return m.build(ctx, home, true, old, source, lay, ents, hash, files)
+		return m.build(ctx, home, true, old, in, lay, set.ents)
 	}
 
-	m.log.InfoContext(ctx, "creating workdir", "id", id, "source", source, "files", len(ents))
+	m.log.InfoContext(ctx, "creating workdir", "id", id, "source", source, "files", len(set.ents))
 	if err := os.MkdirAll(scratch, 0o755); err != nil {
 		return nil, err
 	}
@@ -60,7 +72,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	if err != nil {
 		return nil, err
 	}
-	st, err := m.build(ctx, tmp, false, nil, source, lay, ents, hash, files)
+	st, err := m.build(ctx, tmp, false, nil, in, lay, set.ents)
 	if err == nil {
 		err = os.Rename(tmp, home)
 	}
@@ -76,36 +88,75 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	return st, nil
 }
 
+// readBackend reads the component's backend block, the generated files
+// included (a generated backend.tf.json is the usual place for it). A
+// configuration it cannot read is terraform's to report; the default
+// local state places still apply.
+func (m *Manager) readBackend(ctx context.Context, source string, files []genFile) modtree.Backend {
+	overlay := map[string][]byte{}
+	for _, g := range files {
+		if !strings.Contains(g.name, "/") {
+			overlay[g.name] = g.data
+		}
+	}
+	b, err := modtree.ReadBackend(source, overlay)
+	if err != nil {
+		m.log.DebugContext(ctx, "cannot read the backend configuration; assuming local defaults", "source", source, "err", err)
+	}
+	return b
+}
+
+// noteSkipped says, once per Prepare, what the source holds that is never
+// copied and that a user may not expect to be left out.
+func (m *Manager) noteSkipped(ctx context.Context, id string, set *scan) {
+	if set == nil {
+		return
+	}
+	if len(set.state) > 0 {
+		m.log.InfoContext(ctx, "source holds local state; not copied (state is instance-owned in the workdir)", "id", id, "files", set.state)
+	}
+	if len(set.irregular) > 0 {
+		m.log.InfoContext(ctx, "source holds files that are not regular files; skipped", "id", id, "files", set.irregular)
+	}
+	if len(set.unfollowed) > 0 {
+		m.log.InfoContext(ctx, "symlinked directories not followed (a loop, or the workdir root)", "id", id, "dirs", set.unfollowed)
+	}
+}
+
 // warm handles the common case: the source set hashes to what the stamp
-// says and the set of generated names is unchanged, so only generated
-// contents may need rewriting. It reads the source but copies nothing.
-func (m *Manager) warm(ctx context.Context, home string, old *stamp, source string, files []genFile) (*stamp, bool, error) {
-	if old == nil || !old.Complete || old.Source != source || old.Materialized == "" {
-		return nil, false, nil
+// says, no missing module directory has appeared, and the set of
+// generated names is unchanged, so only generated contents may need
+// rewriting. It reads the source but copies nothing.
+func (m *Manager) warm(ctx context.Context, home string, old *stamp, in input) (*stamp, *scan, bool, error) {
+	if old == nil || !old.Complete || old.Source != in.source || old.Materialized == "" || !stillMissing(old.Missing) {
+		return nil, nil, false, nil
 	}
-	gen := genPaths(old.Component, files)
+	gen := genPaths(old.Component, in.files)
 	if !slices.Equal(gen, old.Generated) {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
-	ents, err := collect(ctx, old.Base, old.Dirs, m.root)
-	if err != nil || setHash(old.Component, old.Dirs, ents) != old.Hash {
-		return nil, false, nil
+	set, err := collect(ctx, old.Base, old.Dirs, m.realRoot, statePathsOf(in.backend, old.Component))
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, nil, false, cerr
+	}
+	if err != nil || setHash(old.Component, old.Dirs, set.ents) != old.Hash {
+		return nil, nil, false, nil
 	}
 	src := filepath.Join(home, srcDir)
-	for _, g := range files {
+	for _, g := range in.files {
 		dst := filepath.Join(src, filepath.FromSlash(old.Component), filepath.FromSlash(g.name))
 		if sameData(dst, g.data) {
 			continue
 		}
 		if err := writeData(dst, g.data); err != nil {
-			return nil, false, fmt.Errorf("write generated file %s: %w", g.name, err)
+			return nil, nil, false, fmt.Errorf("write generated file %s: %w", g.name, err)
 		}
 		if err := syncFile(dst); err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 	}
 	m.log.DebugContext(ctx, "workdir up to date", "home", home)
-	return old, true, nil
+	return old, set, true, nil
 }
 
 func genPaths(component string, files []genFile) []string {
@@ -120,7 +171,7 @@ func genPaths(component string, files []genFile) []string {
 // build brings home up to date with the source set. In place, it first
 // writes an incomplete stamp listing every file it may touch, so a build
 // killed at any point is finished by the next one.
-func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *stamp, source string, lay layout, ents []entry, hash string, files []genFile) (*stamp, error) {
+func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *stamp, in input, lay layout, ents []entry) (*stamp, error) {
 	src := filepath.Join(home, srcDir)
 	if err := os.MkdirAll(filepath.Join(home, metaDir, dataDir), 0o755); err != nil {
 		return nil, err
@@ -128,12 +179,12 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 	if err := os.MkdirAll(filepath.Join(src, filepath.FromSlash(lay.component)), 0o755); err != nil {
 		return nil, err
 	}
-	gen := genPaths(lay.component, files)
+	gen := genPaths(lay.component, in.files)
 	isGen := make(map[string]bool, len(gen))
 	for _, g := range gen {
 		isGen[g] = true
 	}
-	if err := checkGenAgainstSource(lay.component, files, ents); err != nil {
+	if err := checkGenAgainstSource(lay.component, in.files, ents); err != nil {
 		return nil, err
 	}
 	var newFiles []string
@@ -149,7 +200,7 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 	}
 
 	next := &stamp{
-		Source: source, Base: lay.base, Component: lay.component, Dirs: lay.dirs, Hash: hash,
+		Source: in.source, Base: lay.base, Component: lay.component, Dirs: lay.dirs, Missing: lay.missing,
 		Files: newFiles, Generated: gen,
 	}
 	if old != nil {
@@ -172,14 +223,38 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 		}
 	}
 
+	// Instance-owned data follows the component to its new position before
+	// anything of the new build lands there. Everything a build put in
+	// place is the builds' own (and deleted or rewritten below); the rest
+	// is the instance's, except lock files, which are the instance's once
+	// written.
+	ours := map[string]bool{}
+	for _, f := range slices.Concat(newFiles, gen, oldFiles(old), oldGenerated(old)) {
+		if !isLockFile(f) {
+			ours[f] = true
+		}
+	}
 	compDir := filepath.Join(src, filepath.FromSlash(lay.component))
 	for _, c := range next.Moves {
-		if err := moveOwned(filepath.Join(src, filepath.FromSlash(c)), compDir); err != nil {
+		if err := moveOwned(src, c, lay.component, ours); err != nil {
+			return nil, err
+		}
+		if err := moveBackendPaths(home, c, lay.component, in.backend); err != nil {
 			return nil, err
 		}
 	}
 	next.Moves = nil
 
+	// The instance's lock file follows the source's: when the source drops
+	// its lock file, the pin it seeded goes too. A lock file the source
+	// never seeded (terraform init or the caller wrote it) stays.
+	if seed == nil && old != nil && old.SeedLock != "" {
+		if err := os.Remove(filepath.Join(compDir, lockFileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("drop the lock file the source no longer has: %w", err)
+		}
+	}
+
+	owned := statePathsOf(in.backend, lay.component)
 	keep := make(map[string]bool, len(newFiles)+len(gen))
 	for _, f := range newFiles {
 		keep[f] = true
@@ -189,11 +264,14 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 	}
 	for _, rel := range union(oldFiles(old), oldGenerated(old)) {
 		// A lock file once generated (by a provider cache) is the
-		// instance's own from then on, like one terraform init wrote.
-		if !keep[rel] && !isLockFile(rel) {
-			if err := removeAndPrune(src, rel); err != nil {
-				return nil, err
-			}
+		// instance's own from then on, like one terraform init wrote; and
+		// state is never deleted, even where an older build once copied
+		// it from the source.
+		if keep[rel] || isLockFile(rel) || stateLike(path.Base(rel)) || owned.has(rel) {
+			continue
+		}
+		if err := removeAndPrune(src, rel); err != nil {
+			return nil, err
 		}
 	}
 
@@ -241,7 +319,7 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 	next.Materialized = setHash(lay.component, lay.dirs, written)
 	next.Hash = setHash(lay.component, lay.dirs, ents)
 
-	for _, g := range files {
+	for _, g := range in.files {
 		dst := filepath.Join(compDir, filepath.FromSlash(g.name))
 		if sameData(dst, g.data) {
 			continue
@@ -282,29 +360,109 @@ func union(a, b []string) []string {
 	return slices.Compact(out)
 }
 
-// moveOwned carries instance-owned data from an earlier position of the
-// component (the layout grew when a new local module appeared further up)
-// to the current one. Each move is a rename, so a kill in between leaves
-// every item whole in one place or the other, and the next build continues.
-func moveOwned(from, to string) error {
-	ents, err := os.ReadDir(from)
-	if errors.Is(err, os.ErrNotExist) {
+// moveOwned carries the instance's data from an earlier position of the
+// component (from, a slash path under src) to its current one (to): every
+// file and directory under from that no build put there (ours), wherever
+// it is (local state at a backend's custom path, a workspace_dir, plans,
+// the lock file, a .terraform dir, whatever a run wrote). A directory
+// holding nothing of ours moves whole. Each move is a rename, so a kill in
+// between leaves every item whole in one place or the other, and the next
+// build continues. An item that would replace something at the new
+// position stops the build with an error wrapping ErrLeftBehind naming
+// both: state is never overwritten, nor silently left behind.
+func moveOwned(src, from, to string, ours map[string]bool) error {
+	oursDirs := map[string]bool{}
+	for p := range ours {
+		for d := path.Dir(p); d != "." && !oursDirs[d]; d = path.Dir(d) {
+			oursDirs[d] = true
+		}
+	}
+	// When the layout grows, the new position lies under the old one; it
+	// is the destination, not data to move.
+	destInside := from != to && withinSlash(from, to)
+	abs := func(rel string) string { return filepath.Join(src, filepath.FromSlash(rel)) }
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		ents, err := os.ReadDir(abs(dir))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("move instance data: %w", err)
+		}
+		for _, de := range ents {
+			r := path.Join(dir, de.Name())
+			if strings.HasPrefix(de.Name(), tmpPrefix) || ours[r] || destInside && withinSlash(to, r) {
+				continue
+			}
+			dst := path.Join(to, relSlash(from, r))
+			_, derr := os.Lstat(abs(dst))
+			if de.IsDir() && (oursDirs[r] || destInside && withinSlash(r, to) || derr == nil) {
+				// Holds files of ours, or the destination, or meets a
+				// directory already there: go through it item by item.
+				if err := walk(r); err != nil {
+					return err
+				}
+				if !(destInside && withinSlash(r, to)) {
+					_ = os.Remove(abs(r)) // only if emptied; what stays is ours and is pruned with it
+				}
+				continue
+			}
+			if derr == nil {
+				return fmt.Errorf("%w: %s would replace %s at the component's new position; move or remove one of them", ErrLeftBehind, abs(r), abs(dst))
+			}
+			if err := os.MkdirAll(filepath.Dir(abs(dst)), 0o755); err != nil {
+				return fmt.Errorf("move instance data: %w", err)
+			}
+			if err := os.Rename(abs(r), abs(dst)); err != nil {
+				return fmt.Errorf("move instance data %s: %w", abs(r), err)
+			}
+		}
 		return nil
 	}
-	if err != nil {
-		return err
+	return walk(from)
+}
+
+// moveBackendPaths moves local state the backend keeps outside the
+// component's directory ("../state/x.tfstate"): such a relative path
+// points elsewhere once the component has moved. State that exists at the
+// old place and cannot be moved inside the instance home stops the build
+// with an error wrapping ErrLeftBehind naming it.
+func moveBackendPaths(home, from, to string, b modtree.Backend) error {
+	if !b.Local() {
+		return nil
 	}
-	for _, de := range ents {
-		n := de.Name()
-		if !(instanceOwned(n) || n == lockFileName || n == "terraform.tfstate.d" || n == ".terraform") {
+	src := filepath.Join(home, srcDir)
+	meta := filepath.Join(home, metaDir)
+	for _, p := range []string{b.StatePath(), b.StatePath() + ".backup", b.StateWorkspaceDir()} {
+		if filepath.IsAbs(p) {
 			continue
 		}
-		dst := filepath.Join(to, n)
-		if _, err := os.Lstat(dst); err == nil {
-			continue // the new position already has its own; never overwrite state
+		sp := path.Clean(filepath.ToSlash(p))
+		if sp != ".." && !strings.HasPrefix(sp, "../") {
+			continue // under the component: moveOwned carried it
 		}
-		if err := os.Rename(filepath.Join(from, n), dst); err != nil {
-			return fmt.Errorf("move instance data %s: %w", n, err)
+		oldAbs := filepath.Join(src, filepath.FromSlash(from), filepath.FromSlash(sp))
+		newAbs := filepath.Join(src, filepath.FromSlash(to), filepath.FromSlash(sp))
+		if oldAbs == newAbs {
+			continue
+		}
+		if _, err := os.Lstat(oldAbs); err != nil {
+			continue
+		}
+		if _, err := os.Lstat(newAbs); err == nil || !within(home, oldAbs) || !within(home, newAbs) || within(meta, newAbs) {
+			return fmt.Errorf("%w: backend \"local\" state %s (%q seen from the component's old position) cannot move to %s; move it by hand", ErrLeftBehind, oldAbs, p, newAbs)
+		}
+		if err := os.MkdirAll(filepath.Dir(newAbs), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(oldAbs, newAbs); err != nil {
+			return fmt.Errorf("move instance data %s: %w", oldAbs, err)
+		}
+		for d := filepath.Dir(oldAbs); d != home && d != src && within(home, d); d = filepath.Dir(d) {
+			if os.Remove(d) != nil {
+				break // not empty
+			}
 		}
 	}
 	return nil

@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
+
+	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
 // Remove deletes an instance's workdir under its lock (waiting under ctx).
@@ -44,10 +48,12 @@ func (m *Manager) remove(id string, force bool) error {
 		return nil
 	}
 	if !force {
-		if p, err := findState(filepath.Join(home, srcDir)); err != nil {
+		found, err := findState(home)
+		if err != nil {
 			return err
-		} else if p != "" {
-			return fmt.Errorf("%w: %s (remove it with force to delete anyway)", ErrHasState, p)
+		}
+		if len(found) > 0 {
+			return fmt.Errorf("%w: %s records resources (remove with force to delete anyway)", ErrHasState, strings.Join(found, ", "))
 		}
 	}
 	// Rename first so the home disappears at once; a kill during the slow
@@ -66,30 +72,53 @@ func (m *Manager) remove(id string, force bool) error {
 	return os.RemoveAll(scratch)
 }
 
-// findState returns the first local state file under dir that records at
-// least one resource (or cannot be parsed, which is treated the same way
-// to err on the side of keeping it).
-func findState(dir string) (string, error) {
-	var found string
-	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+// findState returns every state-like file in the instance's workdir that
+// records at least one resource (or cannot be parsed, which is treated the
+// same way, to err on the side of keeping it): files named like state
+// anywhere (terraform.tfstate*, *.tfstate and their backups, workspace
+// state under terraform.tfstate.d), and the state at the component's
+// local backend path and under its workspace_dir, read from the
+// configuration in the workdir (generated files included). A backup
+// counts as much as the state itself: an emptied terraform.tfstate beside
+// a backup that records resources still means infrastructure may exist.
+func findState(home string) ([]string, error) {
+	src := filepath.Join(home, srcDir)
+	comp := "."
+	if st := readStamp(home); st != nil && st.Component != "" {
+		comp = st.Component
+	}
+	b, _ := modtree.ReadBackend(filepath.Join(src, filepath.FromSlash(comp)), nil)
+	owned := statePathsOf(b, comp)
+	stateName := path.Base(filepath.ToSlash(b.StatePath()))
+	var found []string
+	err := filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return nil
 			}
 			return err
 		}
-		if de.IsDir() || de.Name() != "terraform.tfstate" {
+		if de.IsDir() {
+			if de.Name() == ".terraform" && p != src {
+				return filepath.SkipDir // terraform's own data: modules, the backend cache
+			}
 			return nil
 		}
-		if hasResources(p) {
-			found = p
-			return filepath.SkipAll
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		name := de.Name()
+		isState := stateLike(name) || owned.files[rel] ||
+			owned.has(rel) && b.Local() && (name == stateName || name == stateName+".backup")
+		if isState && de.Type().IsRegular() && hasResources(p) {
+			found = append(found, p)
 		}
 		return nil
 	})
 	return found, err
 }
-
 func hasResources(p string) bool {
 	b, err := os.ReadFile(p)
 	if err != nil {

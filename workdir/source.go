@@ -11,8 +11,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
 // lockFileName is Terraform's dependency lock file. It is instance-owned in
@@ -50,79 +53,181 @@ func stateLike(name string) bool {
 	return strings.HasPrefix(name, "terraform.tfstate") || strings.HasSuffix(name, ".tfstate") || strings.Contains(name, ".tfstate.")
 }
 
+// statePaths are the places the component's local backend keeps state,
+// as clean slash paths relative to the layout root (which is also the
+// layout under src/): instance-owned wherever they are, never copied from
+// the source, never deleted by a refresh. The default places
+// (terraform.tfstate*, terraform.tfstate.d/) are covered by their names.
+type statePaths struct {
+	files map[string]bool
+	dirs  []string
+}
+
+// statePathsOf places b's state paths for a component at the slash path
+// component. Absolute paths and paths outside the layout root are not
+// part of any source set or workdir, so they need no entry.
+func statePathsOf(b modtree.Backend, component string) statePaths {
+	sp := statePaths{files: map[string]bool{}}
+	if !b.Local() {
+		return sp
+	}
+	place := func(p string) (string, bool) {
+		if p == "" || filepath.IsAbs(p) {
+			return "", false
+		}
+		r := path.Join(component, filepath.ToSlash(p))
+		return r, r != "." && r != ".." && !strings.HasPrefix(r, "../")
+	}
+	if r, ok := place(b.Path); ok {
+		dir, base := path.Split(r)
+		sp.files[r] = true
+		sp.files[r+".backup"] = true
+		sp.files[dir+"."+base+".lock.info"] = true // the local backend's lock beside its state
+	}
+	if r, ok := place(b.WorkspaceDir); ok {
+		sp.dirs = append(sp.dirs, r)
+	}
+	return sp
+}
+
+// has reports whether rel is one of the state paths or lies under one of
+// the workspace dirs.
+func (sp statePaths) has(rel string) bool {
+	if sp.files[rel] {
+		return true
+	}
+	for _, d := range sp.dirs {
+		if withinSlash(d, rel) {
+			return true
+		}
+	}
+	return false
+}
+
+// scan is what collect found in the source.
+type scan struct {
+	ents       []entry  // the files to materialize, sorted by rel
+	state      []string // source paths of state-like files and dirs left out
+	irregular  []string // source paths of FIFOs, sockets and devices left out
+	unfollowed []string // source paths of symlinked dirs not followed (loops, the workdir root)
+}
+
+// collector walks the source set.
+type collector struct {
+	ctx   context.Context
+	root  string // the manager's root, symlinks resolved: never entered
+	owned statePaths
+	buf   []byte
+	seen  map[string]bool
+	set   scan
+}
+
 // collect walks dirs (slash paths relative to base) and returns every
-// source file, sorted by rel, with its content digest. skip is a directory
-// (the manager's root) never to enter, in case it lies inside the source.
-func collect(ctx context.Context, base string, dirs []string, skip string) ([]entry, error) {
-	seen := make(map[string]bool)
-	buf := make([]byte, 32<<10)
-	var out []entry
+// source file with its content digest. Symlinks are followed: a linked
+// file is materialized as its content and a linked directory as a real
+// directory at the link's position (a module dir reached through a link
+// must exist in the workdir for terraform to read it), except links that
+// lead back to a directory on their own path (a loop) and anything inside
+// root (the manager's root, symlinks resolved), in case it lies in the
+// source. Nothing but regular files is ever opened.
+func collect(ctx context.Context, base string, dirs []string, root string, owned statePaths) (*scan, error) {
+	c := &collector{ctx: ctx, root: root, owned: owned, buf: make([]byte, 32<<10), seen: map[string]bool{}}
 	for _, d := range dirs {
 		top := filepath.Join(base, filepath.FromSlash(d))
-		// WalkDir does not follow a symlinked top; the layout keeps the
-		// link's own position.
 		real, err := filepath.EvalSymlinks(top)
 		if err != nil {
 			return nil, fmt.Errorf("read source %s: %w", top, err)
 		}
-		err = filepath.WalkDir(real, func(p string, de fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if de.IsDir() {
-				if p != real && skipDir(de.Name()) || p == skip {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if instanceOwned(de.Name()) {
-				return nil
-			}
-			r, err := filepath.Rel(real, p)
-			if err != nil {
-				return err
-			}
-			rel := path.Join(d, filepath.ToSlash(r))
-			if seen[rel] {
-				return nil
-			}
-			fi, err := os.Stat(p) // follows symlinks: a linked file is materialized as its content
-			if err != nil || !fi.Mode().IsRegular() {
-				return nil // dangling links, links to dirs, sockets: nothing terraform reads as a file
-			}
-			seen[rel] = true
-			e := entry{rel: rel, abs: p, perm: fi.Mode().Perm(), size: fi.Size()}
-			if e.sum, e.size, err = fileSum(ctx, p, buf); err != nil {
-				return err
-			}
-			out = append(out, e)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("read source %s: %w", top, err)
+		if within(root, real) {
+			c.set.unfollowed = append(c.set.unfollowed, top)
+			continue
+		}
+		if err := c.walk(real, d, []string{real}); err != nil {
+			return nil, err
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
-	return out, nil
+	sort.Slice(c.set.ents, func(i, j int) bool { return c.set.ents[i].rel < c.set.ents[j].rel })
+	return &c.set, nil
 }
 
-// errNotRegular refuses to read a FIFO, socket or device where a file was
-// expected.
-var errNotRegular = errors.New("not a regular file")
+// walk reads the directory real (symlinks resolved) whose place in the
+// layout is rel; stack holds the resolved directories above it.
+func (c *collector) walk(real, rel string, stack []string) error {
+	ents, err := os.ReadDir(real)
+	if err != nil {
+		return fmt.Errorf("read source %s: %w", real, err)
+	}
+	for _, de := range ents {
+		if err := c.ctx.Err(); err != nil {
+			return err
+		}
+		name := de.Name()
+		p := filepath.Join(real, name)
+		r := path.Join(rel, name)
+		fi, err := os.Stat(p) // follows links
+		if err != nil {
+			continue // a dangling link or a file gone since the listing: nothing terraform reads
+		}
+		switch {
+		case fi.IsDir():
+			if name == "terraform.tfstate.d" || c.owned.has(r) {
+				c.set.state = append(c.set.state, p)
+				continue
+			}
+			if skipDir(name) {
+				continue
+			}
+			target := p
+			if de.Type()&fs.ModeSymlink != 0 {
+				if target, err = filepath.EvalSymlinks(p); err != nil {
+					continue
+				}
+				if slices.ContainsFunc(stack, func(s string) bool { return within(target, s) }) {
+					c.set.unfollowed = append(c.set.unfollowed, p)
+					continue // a loop: following it would never end
+				}
+			}
+			if within(c.root, target) {
+				c.set.unfollowed = append(c.set.unfollowed, p)
+				continue
+			}
+			if err := c.walk(target, r, append(slices.Clip(stack), target)); err != nil {
+				return err
+			}
+		case fi.Mode().IsRegular():
+			if stateLike(name) || c.owned.has(r) {
+				c.set.state = append(c.set.state, p)
+				continue
+			}
+			if instanceOwned(name) || c.seen[r] {
+				continue
+			}
+			sum, size, err := fileSum(c.ctx, p, c.buf)
+			if errors.Is(err, modtree.ErrNotRegular) {
+				c.set.irregular = append(c.set.irregular, p) // replaced since the listing
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("read source %s: %w", p, err)
+			}
+			c.seen[r] = true
+			c.set.ents = append(c.set.ents, entry{rel: r, abs: p, perm: fi.Mode().Perm(), size: size, sum: sum})
+		default:
+			c.set.irregular = append(c.set.irregular, p)
+		}
+	}
+	return nil
+}
 
 // fileSum returns the SHA-256 and size of the regular file p. buf is
 // scratch space, so one buffer serves a whole walk.
 func fileSum(ctx context.Context, p string, buf []byte) ([sha256.Size]byte, int64, error) {
-	f, err := openRegular(p)
+	f, err := modtree.OpenRegular(p)
 	if err != nil {
 		return [sha256.Size]byte{}, 0, err
 	}
 	defer f.Close()
-	sum, n, err := sumReader(ctx, f, buf)
-	if err != nil {
-		return sum, n, fmt.Errorf("read %s: %w", p, err)
-	}
-	return sum, n, nil
+	return sumReader(ctx, f, buf)
 }
 
 // sumReader hashes r to its end, checking ctx between reads so a huge

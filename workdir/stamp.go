@@ -20,13 +20,14 @@ const stampVersion = 1
 type stamp struct {
 	Version   int      `json:"version"`
 	Complete  bool     `json:"complete"`
-	Source    string   `json:"source"`    // absolute component dir
-	Base      string   `json:"base"`      // absolute common ancestor of the source set
-	Component string   `json:"component"` // slash path of the component under Base and under src/
-	Dirs      []string `json:"dirs"`      // slash dirs under Base that make up the source set
-	Hash      string   `json:"hash"`      // setHash of the source set, with each copied file's digest as written
-	Files     []string `json:"files"`     // slash paths under src/ materialized from the source
-	Generated []string `json:"generated"` // slash paths under src/ of generated files
+	Source    string   `json:"source"`            // absolute component dir
+	Base      string   `json:"base"`              // absolute common ancestor of the source set
+	Component string   `json:"component"`         // slash path of the component under Base and under src/
+	Dirs      []string `json:"dirs"`              // slash dirs under Base that make up the source set
+	Missing   []string `json:"missing,omitempty"` // local module dirs called but missing; one appearing changes the layout
+	Hash      string   `json:"hash"`              // setHash of the source set, with each copied file's digest as written
+	Files     []string `json:"files"`             // slash paths under src/ materialized from the source
+	Generated []string `json:"generated"`         // slash paths under src/ of generated files
 	SeedLock  string   `json:"seed_lock,omitempty"`
 	Moves     []string `json:"moves,omitempty"` // earlier component positions whose instance data may still need moving
 	// Materialized is setHash of what the build wrote from the source

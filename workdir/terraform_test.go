@@ -230,3 +230,80 @@ output "prefix" { value = terraform_data.common.output }
 	require.NoDirExists(t, filepath.Join(w.Dir, ".terraform"), "terraform's data lives in the data dir")
 	require.FileExists(t, filepath.Join(w.DataDir, "modules", "modules.json"))
 }
+
+// TestStateAtCustomPathFollowsLayoutChange applies with the local backend
+// keeping state in a subdirectory, then makes the component call a module
+// outside its directory (the layout grows and the component moves down a
+// level): terraform still finds the state, and the next apply changes
+// nothing it already created.
+func TestStateAtCustomPathFollowsLayoutChange(t *testing.T) {
+	bin, env := tfEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	base := t.TempDir()
+	src := filepath.Join(base, "components", "c")
+	writeTree(t, base, map[string]string{
+		"components/c/main.tf": `resource "terraform_data" "x" { input = "kept" }`,
+		"modules/m/main.tf":    `output "o" { value = "from m" }`,
+	})
+	m := newManager(t)
+	s := Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{
+		"backend.tf.json": []byte(`{"terraform": {"backend": {"local": {"path": "state/terraform.tfstate"}}}}`),
+	}}
+	w := prepare(t, m, s)
+	mustTerraform(t, ctx, bin, w, env, "init", "-input=false", "-no-color")
+	mustTerraform(t, ctx, bin, w, env, "apply", "-auto-approve", "-input=false", "-no-color")
+	require.FileExists(t, filepath.Join(w.Dir, "state", "terraform.tfstate"))
+	require.Equal(t, []string{"terraform_data.x"}, stateList(t, ctx, bin, w, env))
+	oldDir := w.Dir
+	require.NoError(t, w.Close())
+
+	writeTree(t, base, map[string]string{"components/c/main.tf": `
+resource "terraform_data" "x" { input = "kept" }
+module "m" { source = "../../modules/m" }
+output "o" { value = module.m.o }
+`})
+	w = prepare(t, m, s)
+	require.NotEqual(t, oldDir, w.Dir, "the component moved inside the grown layout")
+	mustTerraform(t, ctx, bin, w, env, "init", "-input=false", "-no-color")
+	require.Equal(t, []string{"terraform_data.x"}, stateList(t, ctx, bin, w, env), "the state followed the component")
+	out := mustTerraform(t, ctx, bin, w, env, "apply", "-auto-approve", "-input=false", "-no-color")
+	require.Contains(t, out, "0 added, 0 changed, 0 destroyed")
+}
+
+// TestSymlinkedModuleDirsInit: a component whose modules directory is a
+// symlink (modules -> ../shared-modules) and one whose module directory is
+// itself a symlink initialise in the workdir exactly as in the source.
+func TestSymlinkedModuleDirsInit(t *testing.T) {
+	bin, env := tfEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	base := t.TempDir()
+	writeTree(t, base, map[string]string{
+		"components/c/main.tf": `
+module "x" { source = "./modules/x" }
+module "y" { source = "./local/y" }
+output "o" { value = "${module.x.o}-${module.y.o}" }
+`,
+		"components/shared-modules/x/main.tf":      `module "common" { source = "../common" }` + "\n" + `output "o" { value = module.common.o }`,
+		"components/shared-modules/common/main.tf": `output "o" { value = "common" }`,
+		"elsewhere/y/main.tf":                      `output "o" { value = "y" }`,
+	})
+	src := filepath.Join(base, "components", "c")
+	require.NoError(t, os.Symlink("../shared-modules", filepath.Join(src, "modules")))
+	require.NoError(t, os.MkdirAll(filepath.Join(src, "local"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(base, "elsewhere", "y"), filepath.Join(src, "local", "y")))
+	before := snapshot(t, base)
+
+	m := newManager(t)
+	w := prepare(t, m, Spec{Stack: "s", Instance: "i", Source: src})
+	for _, d := range []string{"modules", "modules/x", "local/y"} {
+		fi, err := os.Lstat(filepath.Join(w.Dir, filepath.FromSlash(d)))
+		require.NoError(t, err)
+		require.True(t, fi.IsDir(), "%s is materialized as a real directory", d)
+	}
+	mustTerraform(t, ctx, bin, w, env, "init", "-input=false", "-no-color")
+	out := mustTerraform(t, ctx, bin, w, env, "apply", "-auto-approve", "-input=false", "-no-color")
+	require.Contains(t, out, `o = "common-y"`)
+	require.Equal(t, before, snapshot(t, base), "the source tree is never written")
+}
