@@ -197,7 +197,14 @@ func (e *env) scalePoint(ctx context.Context, dir string, cache *pluginc.Cache, 
 		return pt, err
 	}
 	inTF, procs, first := map[string]time.Duration{}, map[string]int{}, map[string]time.Time{}
+	unitCalls := calls[:0]
 	for _, c := range calls {
+		if c.dataDir == "" {
+			// The runner's one engine probe (terraform version) per Run
+			// belongs to no unit.
+			continue
+		}
+		unitCalls = append(unitCalls, c)
 		pt.inTF += c.end.Sub(c.start)
 		inTF[c.dataDir] += c.end.Sub(c.start)
 		procs[c.dataDir]++
@@ -205,6 +212,7 @@ func (e *env) scalePoint(ctx context.Context, dir string, cache *pluginc.Cache, 
 			first[c.dataDir] = c.start
 		}
 	}
+	calls = unitCalls
 	pt.calls = len(calls)
 	// Without a log dir the runner keeps a unit's log under its data dir
 	// (DATADIR/tfisolate-logs/CMD.log), which ties processes to units.

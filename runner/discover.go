@@ -26,7 +26,11 @@ const lockFileName = ".terraform.lock.hcl"
 // modules), every module it records is read too, so providers that only
 // remote modules require also come from the shared cache and go into the
 // lock file.
-func discover(dir, manifest string) ([]pluginc.Requirement, error) {
+//
+// Short provider addresses ("hashicorp/aws", "aws") resolve on host, the
+// engine's default registry. With upgrade, locked versions are ignored,
+// as terraform init -upgrade ignores them.
+func discover(dir, manifest, host string, upgrade bool) ([]pluginc.Requirement, error) {
 	type req struct {
 		constraints []string
 	}
@@ -51,7 +55,7 @@ func discover(dir, manifest string) ([]pluginc.Requirement, error) {
 			if isBuiltIn(src) {
 				continue
 			}
-			p, err := pluginc.ParseProvider(src)
+			p, err := pluginc.ParseProvider(qualify(src, host))
 			if err != nil {
 				return fmt.Errorf("module %s, provider %q: %w", d, name, err)
 			}
@@ -108,7 +112,7 @@ func discover(dir, manifest string) ([]pluginc.Requirement, error) {
 	}
 	locked := map[pluginc.Provider]pluginc.Lock{}
 	switch b, err := os.ReadFile(filepath.Join(dir, lockFileName)); {
-	case err == nil:
+	case err == nil && !upgrade:
 		locks, err := pluginc.ParseLockFile(b)
 		if err != nil {
 			return nil, fmt.Errorf("%s in %s: %w", lockFileName, dir, err)
@@ -116,7 +120,7 @@ func discover(dir, manifest string) ([]pluginc.Requirement, error) {
 		for _, l := range locks {
 			locked[l.Provider] = l
 		}
-	case !errors.Is(err, os.ErrNotExist):
+	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return nil, err
 	}
 	out := make([]pluginc.Requirement, 0, len(merged))
@@ -126,6 +130,18 @@ func discover(dir, manifest string) ([]pluginc.Requirement, error) {
 	}
 	slices.SortFunc(out, func(a, b pluginc.Requirement) int { return strings.Compare(a.Provider.String(), b.Provider.String()) })
 	return out, nil
+}
+
+// qualify puts host in front of a provider source that names none: the
+// default registry of the engine that will install it.
+func qualify(src, host string) string {
+	switch strings.Count(src, "/") {
+	case 0:
+		return host + "/hashicorp/" + src
+	case 1:
+		return host + "/" + src
+	}
+	return src
 }
 
 // isBuiltIn reports terraform's built-in provider, implied by resources

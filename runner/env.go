@@ -8,30 +8,59 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 )
 
-// unitEnv is the environment of a unit's terraform: the process
-// environment, the workdir's variables (TF_DATA_DIR) and, with a plugin
-// cache, TF_CLI_CONFIG_FILE. tfexec.SetEnv refuses the variables it
-// manages itself (TF_WORKSPACE, TF_LOG*, TF_CLI_ARGS*, TF_INPUT, TF_VAR_*,
-// ...), so those are dropped: pass variables in generated tfvars files.
-// TF_PLUGIN_CACHE_DIR is dropped too: terraform's own cache writes are not
-// safe when runs overlap.
-func unitEnv(wd map[string]string, cliConfig string) map[string]string {
+// unitEnv is the environment of a unit's terraform, built the way plain
+// terraform would see it in a shell: the process environment
+// (TF_VAR_*, TF_LOG*, TF_CLI_ARGS*, credentials and TF_TOKEN_* all pass
+// through, so terraform applies its own precedence), then the workdir's
+// variables (TF_DATA_DIR), the runner's CLI config when it has a plugin
+// cache, and the unit's own Env last. Two variables are dropped from the
+// process environment: TF_PLUGIN_CACHE_DIR, whose writes are not safe
+// when runs overlap (the shared cache replaces it), and TF_WORKSPACE,
+// which would override Unit.Workspace for every unit at once.
+func unitEnv(process []string, wd map[string]string, cliConfig string, own map[string]string) map[string]string {
 	env := map[string]string{}
-	for _, kv := range os.Environ() {
+	for _, kv := range process {
 		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
 			env[k] = v
 		}
 	}
+	delete(env, "TF_PLUGIN_CACHE_DIR")
+	delete(env, "TF_WORKSPACE")
 	maps.Copy(env, wd)
 	if cliConfig != "" {
 		env["TF_CLI_CONFIG_FILE"] = cliConfig
 	}
-	delete(env, "TF_PLUGIN_CACHE_DIR")
-	for _, k := range tfexec.ProhibitedEnv(env) {
-		delete(env, k)
+	for k, v := range map[string]string{
+		"CHECKPOINT_DISABLE": "1", // no version check call from every unit
+		"TF_IN_AUTOMATION":   "1", // no "run terraform apply next" advice in the logs
+	} {
+		if _, ok := env[k]; !ok {
+			env[k] = v
+		}
 	}
-	if _, ok := env["CHECKPOINT_DISABLE"]; !ok {
-		env["CHECKPOINT_DISABLE"] = "1" // no version check calls from every unit
-	}
+	maps.Copy(env, own)
 	return env
+}
+
+// processEnv is the runner's own environment, read once per unit.
+func processEnv() []string { return os.Environ() }
+
+// tfexecEnv is env as terraform-exec accepts it: without the variables it
+// manages itself (TF_VAR_*, TF_LOG*, TF_CLI_ARGS*, TF_INPUT, TF_WORKSPACE,
+// ...). It applies TF_LOG and TF_LOG_PATH through terraform-exec's own log
+// settings instead.
+func tfexecEnv(tf *tfexec.Terraform, env map[string]string) error {
+	clean := tfexec.CleanEnv(maps.Clone(env))
+	if err := tf.SetEnv(clean); err != nil {
+		return err
+	}
+	if p := env["TF_LOG_PATH"]; p != "" {
+		if err := tf.SetLogPath(p); err != nil {
+			return err
+		}
+		if l := env["TF_LOG"]; l != "" {
+			return tf.SetLog(l)
+		}
+	}
+	return nil
 }

@@ -1,33 +1,50 @@
 package runner
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/tfisolate/tfisolate/internal/queue"
+)
 
 // Sentinel errors. Every error the package returns wraps one of these (or a
 // context error), so callers can branch with errors.Is.
 var (
 	// ErrInvalidUnit reports a unit that cannot be run as given (empty ID,
-	// a dependency on itself, an ID that cannot be derived).
-	ErrInvalidUnit = errors.New("invalid unit")
+	// a dependency on itself, an invalid workdir spec, two units with the
+	// same stack and instance).
+	ErrInvalidUnit = queue.ErrInvalidUnit
 	// ErrDuplicateUnit reports two units with the same ID.
-	ErrDuplicateUnit = errors.New("duplicate unit id")
+	ErrDuplicateUnit = queue.ErrDuplicateUnit
 	// ErrUnknownDependency reports a DependsOn entry naming no unit.
-	ErrUnknownDependency = errors.New("unknown dependency")
+	ErrUnknownDependency = queue.ErrUnknownDependency
 	// ErrCycle reports a dependency cycle; the message names the cycle path.
-	ErrCycle = errors.New("dependency cycle")
+	ErrCycle = queue.ErrCycle
+	// ErrNoMatch reports a filter pattern that matches no unit; the
+	// message names it.
+	ErrNoMatch = queue.ErrNoMatch
 	// ErrBadOption reports an option with an invalid value.
 	ErrBadOption = errors.New("bad option")
-	// ErrUnknownCommand reports a Command value outside Init..Destroy.
+	// ErrUnknownCommand reports an invalid Command (the zero value, or a
+	// step without a function or name).
 	ErrUnknownCommand = errors.New("unknown command")
+	// ErrNilContext reports a nil context given to Run.
+	ErrNilContext = errors.New("nil context")
 	// ErrNoTerraform reports that no terraform binary could be found.
 	ErrNoTerraform = errors.New("terraform not found")
 	// ErrSkipped is wrapped by the error of every unit that did not run.
-	ErrSkipped = errors.New("skipped")
+	ErrSkipped = queue.ErrSkipped
 	// ErrDependencyFailed is wrapped (with ErrSkipped) by the error of a unit
 	// skipped because a unit it depends on failed; the message names it.
-	ErrDependencyFailed = errors.New("dependency failed")
+	ErrDependencyFailed = queue.ErrDependencyFailed
 	// ErrFailFast is wrapped (with ErrSkipped) by the error of a unit that
 	// never started because WithFailFast stopped the run.
-	ErrFailFast = errors.New("stopped by fail-fast")
+	ErrFailFast = queue.ErrFailFast
+	// ErrStopped is wrapped (with ErrSkipped) by the error of a unit that
+	// never started because a Stop was requested.
+	ErrStopped = queue.ErrStopped
+	// ErrInterrupted is the cause of the cancellation of running units at
+	// a Stop's second request.
+	ErrInterrupted = errors.New("interrupted by stop request")
 	// ErrInit is wrapped by the error of a unit whose shared (singleflight)
 	// provider setup failed; the leader's cause is wrapped too.
 	ErrInit = errors.New("provider setup failed")
@@ -36,6 +53,16 @@ var (
 	// wrapped too.
 	ErrModules = errors.New("module fetch failed")
 	// ErrStateLocked reports a state lock still held by someone else when
-	// the lock timeout ran out.
+	// the lock timeout ran out. The message says who holds it, since
+	// when, and how to release it if it is stale.
 	ErrStateLocked = errors.New("state locked")
+	// ErrNoPlan reports an ApplyPlan of a unit with no saved plan.
+	ErrNoPlan = errors.New("no saved plan")
+	// ErrStalePlan reports an ApplyPlan of a unit whose saved plan no
+	// longer matches its workdir, lock file, terraform or arguments; the
+	// message says what changed.
+	ErrStalePlan = errors.New("saved plan is stale")
+	// ErrGenerate is wrapped by the error of a unit whose Generate
+	// function failed.
+	ErrGenerate = errors.New("generate files")
 )

@@ -45,16 +45,16 @@ func newRunner(opts ...runner.Option) (*runner.Runner, error) {
 	return runner.New(append([]runner.Option{runner.WithWorkdirs(wd)}, opts...)...)
 }
 
-// Plan shows the order a command would use, without running anything.
+// Order shows the order a command would use, without running anything.
 // Destroy reverses it.
-func ExampleRunner_Plan() {
+func ExampleRunner_Order() {
 	r, err := newRunner()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	for _, cmd := range []runner.Command{runner.Apply, runner.Destroy} {
-		waves, err := r.Plan(cmd, units("components/terraform/x")...)
+		waves, err := r.Order(cmd, units("components/terraform/x")...)
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -74,7 +74,7 @@ func ExampleWithShard() {
 			fmt.Println(err)
 			return
 		}
-		waves, _ := r.Plan(runner.Apply, units("components/terraform/x")...)
+		waves, _ := r.Order(runner.Apply, units("components/terraform/x")...)
 		fmt.Println("shard", i, waves)
 	}
 	// Output:
@@ -89,7 +89,7 @@ func ExampleWithFilter() {
 		fmt.Println(err)
 		return
 	}
-	waves, _ := r.Plan(runner.Apply, units("components/terraform/x")...)
+	waves, _ := r.Order(runner.Apply, units("components/terraform/x")...)
 	fmt.Println(waves)
 	// Output:
 	// [[plat-ue2-dev/dns plat-ue2-dev/vpc] [plat-ue2-dev/redis-1] [plat-ue2-dev/app]]

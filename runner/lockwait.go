@@ -12,26 +12,47 @@ import (
 // else, on every backend.
 const stateLockMarker = "Error acquiring the state lock"
 
-var (
-	lockIDRe  = regexp.MustCompile(`(?m)^\s*ID:\s*(\S+)`)
-	lockWhoRe = regexp.MustCompile(`(?m)^\s*Who:\s*(.+?)\s*$`)
-)
+var lockFieldRe = regexp.MustCompile(`(?m)^\s*(ID|Path|Operation|Who|Version|Created|Info):[ \t]*(.*?)\s*$`)
 
-const unknownHolder = "unknown holder"
+// createdLayout is how terraform prints a lock's creation time (Go's
+// time.Time.String).
+const createdLayout = "2006-01-02 15:04:05.999999999 -0700 MST"
 
-// lockHolder extracts "ID" and "Who" from terraform's lock error text.
-func lockHolder(msg string) string {
-	var parts []string
-	if m := lockIDRe.FindStringSubmatch(msg); m != nil {
-		parts = append(parts, "ID "+m[1])
+// parseStateLock reads the "Lock Info:" block of terraform's lock error;
+// nil when it has none.
+func parseStateLock(msg string) *StateLock {
+	_, info, ok := strings.Cut(msg, "Lock Info:")
+	if !ok {
+		return nil
 	}
-	if m := lockWhoRe.FindStringSubmatch(msg); m != nil {
-		parts = append(parts, "Who "+m[1])
+	l := &StateLock{}
+	for _, m := range lockFieldRe.FindAllStringSubmatch(info, -1) {
+		v := m[2]
+		switch m[1] {
+		case "ID":
+			if l.ID == "" {
+				l.ID = v
+			}
+		case "Path":
+			l.Path = v
+		case "Operation":
+			l.Operation = v
+		case "Who":
+			l.Who = v
+		case "Version":
+			l.Version = v
+		case "Created":
+			if t, err := time.Parse(createdLayout, v); err == nil {
+				l.Created = t
+			}
+		case "Info":
+			l.Info = v
+		}
 	}
-	if len(parts) == 0 {
-		return unknownHolder
+	if l.ID == "" {
+		return nil
 	}
-	return strings.Join(parts, ", ")
+	return l
 }
 
 // lockBackoff bounds each attempt's -lock-timeout after the first.
@@ -40,23 +61,29 @@ const (
 	lockMaxStep   = 8 * time.Second
 )
 
+func isStateLockErr(err error) bool {
+	return err != nil && strings.Contains(err.Error(), stateLockMarker)
+}
+
 // withStateLock runs fn until it does not fail on a state lock or the
 // lock timeout is spent. fn gets the -lock-timeout for its attempt.
 //
 // The first attempt uses -lock-timeout=0s, so a held lock shows up at once
 // with its holder; later attempts let terraform itself wait for a growing
-// step (that is the backoff). LockWait counts from the first lock error to
-// the start of the attempt that got through; a wait absorbed inside that
-// last attempt's own -lock-timeout is not counted.
+// step (that is the backoff). Each wait is one line in the unit's log
+// (who holds the lock, for how long it has been waited for), never
+// terraform's whole lock error. LockWait counts from the first lock error
+// to the start of the attempt that got through.
 func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTimeout string) error) error {
 	var waitedFrom time.Time // start of the first attempt that met a lock
 	step := time.Duration(0)
 	for {
 		start := time.Now()
 		err := fn(fmt.Sprintf("%dms", step.Milliseconds()))
-		if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), stateLockMarker) {
+		if err == nil || ctx.Err() != nil || !isStateLockErr(err) {
 			if !waitedFrom.IsZero() {
 				x.res.LockWait += start.Sub(waitedFrom)
+				x.out.note(fmt.Sprintf("%s: state lock acquired after waiting %s", what, start.Sub(waitedFrom).Round(time.Millisecond)))
 			}
 			return err
 		}
@@ -65,15 +92,16 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 		}
 		// A later attempt may catch the lock between holders, when
 		// terraform cannot read who holds it; keep the last known holder.
-		if h := lockHolder(err.Error()); h != unknownHolder || x.res.LockHolder == "" {
-			x.res.LockHolder = h
+		if h := parseStateLock(err.Error()); h != nil || x.res.StateLock == nil {
+			x.res.StateLock = h
 		}
-		remaining := x.r.lockTimeout - time.Since(waitedFrom)
+		waited := time.Since(waitedFrom)
+		remaining := x.rs.cfg.lockTimeout - waited
 		if remaining <= 0 {
-			x.res.LockWait += time.Since(waitedFrom)
-			return fmt.Errorf("%s: %w (held by %s), gave up after %s: %w", what, ErrStateLocked, x.res.LockHolder, x.r.lockTimeout, err)
+			x.res.LockWait += waited
+			return fmt.Errorf("%s: %w", what, x.staleLockError(waited, err))
 		}
-		x.out.note(fmt.Sprintf("%s: state is locked (%s); waiting up to %s more", what, x.res.LockHolder, remaining.Round(time.Second)))
+		x.out.note(fmt.Sprintf("%s: state locked by %s; waited %s, up to %s more", what, x.res.StateLock, waited.Round(time.Second), remaining.Round(time.Second)))
 		if step == 0 {
 			step = lockFirstStep
 		} else {
@@ -81,4 +109,19 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 		}
 		step = min(step, remaining)
 	}
+}
+
+// staleLockError says who holds the lock, since when, and exactly how to
+// release it if that holder is gone.
+func (x *unitRun) staleLockError(waited time.Duration, cause error) error {
+	l := x.res.StateLock
+	if l == nil {
+		return fmt.Errorf("%w by an unknown holder; gave up after %s: %w", ErrStateLocked, waited.Round(time.Second), cause)
+	}
+	age := ""
+	if !l.Created.IsZero() {
+		age = fmt.Sprintf(", created %s (%s ago)", l.Created.UTC().Format(time.RFC3339), time.Since(l.Created).Round(time.Second))
+	}
+	return fmt.Errorf("%w by %s%s; gave up after %s. If that run is gone the lock is stale: release it with runner.ForceUnlock(ctx, unit, %q) or `%s force-unlock %s` in %s: %w",
+		ErrStateLocked, l, age, waited.Round(time.Second), l.ID, x.rs.eng.Kind, l.ID, x.dir, cause)
 }

@@ -84,7 +84,7 @@ func TestStateLockWait(t *testing.T) {
 	require.NoError(t, json.Unmarshal(info, &lock))
 	require.NotEmpty(t, lock.ID)
 
-	notify := &notifyWriter{want: "state is locked", seen: make(chan struct{})}
+	notify := &notifyWriter{want: "state locked by", seen: make(chan struct{})}
 	r := w.runner(t, WithLockTimeout(2*time.Minute), WithOutput(notify))
 	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "lockable", src, files(t, map[string]any{}, state))}
 	type result struct {
@@ -114,10 +114,16 @@ func TestStateLockWait(t *testing.T) {
 	got := res.rep.Results[0]
 	require.Equal(t, Succeeded, got.Status)
 	require.Positive(t, got.LockWait)
-	require.Contains(t, got.LockHolder, "ID "+lock.ID)
+	require.NotNil(t, got.StateLock)
+	require.Equal(t, lock.ID, got.StateLock.ID)
+	require.Equal(t, "OperationTypeApply", got.StateLock.Operation)
+	require.False(t, got.StateLock.Created.IsZero())
 	log, err := os.ReadFile(got.Log)
 	require.NoError(t, err)
-	require.Contains(t, string(log), "Error acquiring the state lock")
+	// One line per wait, never terraform's whole lock error.
+	require.NotContains(t, string(log), "Error acquiring the state lock")
+	require.Contains(t, string(log), "state locked by ID "+lock.ID)
+	require.Contains(t, string(log), "state lock acquired after waiting")
 	require.Contains(t, string(log), "Apply complete!")
 }
 
@@ -148,7 +154,11 @@ func TestStateLockTimeoutZero(t *testing.T) {
 	rep, err := r.Run(testCtx(t), Apply, Unit{Workdir: workdirSpec("plat-ue2-dev", "waiter", src, files(t, map[string]any{}, state))})
 	require.ErrorIs(t, err, ErrStateLocked)
 	require.Equal(t, Failed, rep.Results[0].Status)
-	require.Contains(t, rep.Results[0].LockHolder, "ID ")
+	require.NotNil(t, rep.Results[0].StateLock)
+	require.NotEmpty(t, rep.Results[0].StateLock.ID)
+	// The error says who, since when, and how to release a stale lock.
+	require.ErrorContains(t, err, "force-unlock "+rep.Results[0].StateLock.ID)
+	require.ErrorContains(t, err, "ago)")
 	g.release(t)
 	<-holderExited
 	require.NoError(t, holderErr)

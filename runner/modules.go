@@ -77,13 +77,18 @@ func isLocalModule(src string) bool {
 // (the leader too) then gets its own copy, unless its data dir already
 // has the same manifest. It returns the manifest path when the component
 // calls remote modules, "" otherwise.
-func (x *unitRun) modules(ctx context.Context, w *workdir.Workdir) (string, error) {
+func (x *unitRun) modules(ctx context.Context) (string, error) {
+	w := x.w
 	key, remote := moduleKey(w.Dir)
 	if !remote {
 		return "", nil
 	}
-	snap, leader, err := x.rs.modFlights.do(ctx, key, x.res.Unit, func() (modSnapshot, error) {
-		return x.fetchModules(ctx, w)
+	snap, leader, err := x.rs.modFlights.Do(ctx, key, x.id, func() (modSnapshot, error) {
+		snap, err := x.fetchModules(ctx, w)
+		if err != nil {
+			return snap, fmt.Errorf("%w: %w", ErrModules, err)
+		}
+		return snap, nil
 	})
 	if err != nil {
 		return "", err
@@ -106,18 +111,20 @@ func (x *unitRun) modules(ctx context.Context, w *workdir.Workdir) (string, erro
 // have), in the unit's own workdir, then a snapshot of the result.
 func (x *unitRun) fetchModules(ctx context.Context, w *workdir.Workdir) (modSnapshot, error) {
 	cliConfig := ""
-	if x.r.cache != nil {
+	if x.rs.cfg.cache != nil {
 		var err error
 		if cliConfig, err = x.rs.writeCLIConfig(); err != nil {
 			return modSnapshot{}, err
 		}
 	}
-	tf, err := x.terraform(ctx, w.Dir, unitEnv(w.Env(), cliConfig))
+	tf := &tfProcess{path: x.rs.eng.Path, dir: w.Dir, env: environ(unitEnv(processEnv(), w.Env(), cliConfig, x.u.Env)),
+		grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out}
+	err := x.retry(ctx, PhaseInit, func() error {
+		_, err := tf.run(ctx, []string{"get", "-no-color"}, runOpts{})
+		return err
+	})
 	if err != nil {
 		return modSnapshot{}, err
-	}
-	if err := tf.Get(ctx); err != nil {
-		return modSnapshot{}, fmt.Errorf("terraform get: %w", err)
 	}
 	origin := filepath.Join(w.DataDir, modulesDir)
 	tmp, err := os.MkdirTemp(x.rs.tmp, "modules-*")

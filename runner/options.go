@@ -1,8 +1,15 @@
 package runner
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"time"
+
+	"github.com/tfisolate/tfisolate/internal/queue"
+	"github.com/tfisolate/tfisolate/pluginc"
+	"github.com/tfisolate/tfisolate/workdir"
 )
 
 // DefaultParallelism is how many units run at once unless WithParallelism
@@ -13,18 +20,56 @@ import (
 // cloud's API limits. Ten matches terraform's own -parallelism default.
 const DefaultParallelism = 10
 
-// Option configures a Runner.
-type Option func(*Runner) error
+// DefaultLockTimeout is how long a unit waits out a terraform state lock
+// held by someone else unless WithLockTimeout says otherwise.
+const DefaultLockTimeout = 5 * time.Minute
+
+// DefaultInterruptGrace is how long terraform gets to stop after SIGINT
+// (release its state lock, write state) before it is killed.
+const DefaultInterruptGrace = 30 * time.Second
+
+// Option configures a Runner. New applies options in order and fails with
+// an error wrapping ErrBadOption that names an option whose value is
+// invalid.
+type Option interface{ apply(*config) error }
+
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+// config is what options set; a Runner keeps it unchanged after New.
+type config struct {
+	parallelism  int
+	failFast     bool
+	ignoreErrors bool
+	ignoreOrder  bool
+	filter       queue.Filter
+	shardIndex   int
+	shardCount   int
+	events       func(Event)
+	logger       *slog.Logger
+
+	workdirs    *workdir.Manager
+	cache       *pluginc.Cache
+	tfPath      string
+	finder      func(ctx context.Context) (string, error)
+	lockTimeout time.Duration
+	output      io.Writer
+	logDir      string
+	grace       time.Duration
+	retry       RetryPolicy
+	stop        *Stop
+}
 
 // WithParallelism sets how many units may run at once (n >= 1).
 func WithParallelism(n int) Option {
-	return func(r *Runner) error {
+	return optionFunc(func(c *config) error {
 		if n < 1 {
-			return fmt.Errorf("%w: parallelism %d, want at least 1", ErrBadOption, n)
+			return fmt.Errorf("%w: WithParallelism(%d), want at least 1", ErrBadOption, n)
 		}
-		r.parallelism = n
+		c.parallelism = n
 		return nil
-	}
+	})
 }
 
 // WithFailFast stops the run at the first failure: no unit starts after
@@ -32,28 +77,31 @@ func WithParallelism(n int) Option {
 // cancelled, so terraform gets SIGINT) and reported Canceled. Units that
 // never started are Skipped with ErrFailFast.
 func WithFailFast() Option {
-	return func(r *Runner) error { r.failFast = true; return nil }
+	return optionFunc(func(c *config) error { c.failFast = true; return nil })
 }
 
 // WithIgnoreErrors runs the dependents of a failed unit anyway.
 func WithIgnoreErrors() Option {
-	return func(r *Runner) error { r.ignoreErrors = true; return nil }
+	return optionFunc(func(c *config) error { c.ignoreErrors = true; return nil })
 }
 
 // WithIgnoreDependencyOrder makes every unit eligible at once; DependsOn
 // is still validated but no longer orders the run.
 func WithIgnoreDependencyOrder() Option {
-	return func(r *Runner) error { r.ignoreOrder = true; return nil }
+	return optionFunc(func(c *config) error { c.ignoreOrder = true; return nil })
 }
 
-// WithFilter selects units by ID. Each pattern is a path.Match glob; a
-// pattern starting with "!" excludes. A unit runs when it matches some
-// include pattern (or there are none) and no exclude pattern. Dependencies
-// are not pulled in: an unselected dependency is assumed done, though a
-// path of dependencies through unselected units still orders the selected
-// ones. May be given more than once; patterns add up.
+// WithFilter selects units by ID with globs: "*" matches within one path
+// segment, "**" across "/" (doublestar syntax). A pattern starting with
+// "!" excludes. A unit runs when it matches some include pattern (or
+// there are none) and no exclude pattern. A pattern that matches none of
+// the units given to Run is an error wrapping ErrNoMatch that names it, so
+// a mistyped exclude never means "everything". Dependencies are not
+// pulled in: an unselected dependency is assumed done, though a path of
+// dependencies through unselected units still orders the selected ones.
+// May be given more than once; patterns add up.
 func WithFilter(patterns ...string) Option {
-	return func(r *Runner) error { return r.filter.add(patterns, false) }
+	return optionFunc(func(c *config) error { return c.addFilter(patterns, false) })
 }
 
 // WithInclude is WithFilter; it reads better next to WithExclude.
@@ -62,7 +110,14 @@ func WithInclude(patterns ...string) Option { return WithFilter(patterns...) }
 // WithExclude excludes units whose ID matches any of the globs (a leading
 // "!" turns a pattern back into an include).
 func WithExclude(patterns ...string) Option {
-	return func(r *Runner) error { return r.filter.add(patterns, true) }
+	return optionFunc(func(c *config) error { return c.addFilter(patterns, true) })
+}
+
+func (c *config) addFilter(patterns []string, exclude bool) error {
+	if err := c.filter.Add(patterns, exclude); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadOption, err)
+	}
+	return nil
 }
 
 // WithShard runs only shard index (0-based) of count: a deterministic
@@ -71,30 +126,145 @@ func WithExclude(patterns ...string) Option {
 // count, and the union of all shards is every unit exactly once. Sharding
 // is computed over all units given to Run, before filters apply.
 func WithShard(index, count int) Option {
-	return func(r *Runner) error {
+	return optionFunc(func(c *config) error {
 		if count < 1 || index < 0 || index >= count {
-			return fmt.Errorf("%w: shard %d of %d, want 0 <= index < count", ErrBadOption, index, count)
+			return fmt.Errorf("%w: WithShard(%d, %d), want 0 <= index < count", ErrBadOption, index, count)
 		}
-		r.shardIndex, r.shardCount = index, count
+		c.shardIndex, c.shardCount = index, count
 		return nil
-	}
+	})
 }
 
 // WithEvents sets a callback for progress events. Calls are serialized
 // and in order; the callback must not block for long, since units wait
 // for it.
 func WithEvents(fn func(Event)) Option {
-	return func(r *Runner) error { r.events = fn; return nil }
+	return optionFunc(func(c *config) error { c.events = fn; return nil })
 }
 
-// WithLogger sets the logger for the runner's own diagnostics; the
-// default discards them.
+// WithLogger sets the logger for the runner's own diagnostics; nil, like
+// the default, discards them.
 func WithLogger(l *slog.Logger) Option {
-	return func(r *Runner) error {
-		if l == nil {
-			return fmt.Errorf("%w: nil logger", ErrBadOption)
+	return optionFunc(func(c *config) error { c.logger = l; return nil })
+}
+
+// WithWorkdirs sets the workdir manager every unit's workdir comes from.
+// Required by New.
+func WithWorkdirs(m *workdir.Manager) Option {
+	return optionFunc(func(c *config) error {
+		if m == nil {
+			return fmt.Errorf("%w: WithWorkdirs(nil)", ErrBadOption)
 		}
-		r.logger = l
+		c.workdirs = m
 		return nil
-	}
+	})
+}
+
+// WithPluginCache makes units get their providers from cache: one leader
+// per provider requirement set ensures the packages and computes the lock
+// file, and terraform reads the cache as a filesystem mirror. Without it,
+// terraform init installs providers itself, into each unit's own data dir.
+func WithPluginCache(cache *pluginc.Cache) Option {
+	return optionFunc(func(c *config) error {
+		if cache == nil {
+			return fmt.Errorf("%w: WithPluginCache(nil)", ErrBadOption)
+		}
+		c.cache = cache
+		return nil
+	})
+}
+
+// WithTerraform sets the terraform (or tofu) executable. Without it the
+// first Run looks for terraform on PATH and then installs a pinned
+// release under the user cache dir (see WithFinder).
+func WithTerraform(execPath string) Option {
+	return optionFunc(func(c *config) error {
+		if execPath == "" {
+			return fmt.Errorf("%w: WithTerraform(\"\")", ErrBadOption)
+		}
+		c.tfPath = execPath
+		return nil
+	})
+}
+
+// WithFinder sets how the first Run finds the executable, under its
+// context; a failure is wrapped in ErrNoTerraform and tried again by the
+// next Run.
+func WithFinder(find func(ctx context.Context) (string, error)) Option {
+	return optionFunc(func(c *config) error {
+		if find == nil {
+			return fmt.Errorf("%w: WithFinder(nil)", ErrBadOption)
+		}
+		c.finder = find
+		return nil
+	})
+}
+
+// WithLockTimeout sets how long a unit waits for a state lock held by
+// someone else before failing with ErrStateLocked (0: fail at once).
+func WithLockTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("%w: WithLockTimeout(%s), want >= 0", ErrBadOption, d)
+		}
+		c.lockTimeout = d
+		return nil
+	})
+}
+
+// WithOutput sets a combined stream for the output of every unit: each
+// line is prefixed with "[unitID] " and written whole, so lines of
+// different units never interleave. Writes are serialized.
+func WithOutput(w io.Writer) Option {
+	return optionFunc(func(c *config) error { c.output = w; return nil })
+}
+
+// WithLogDir puts each unit's log in dir, named after the unit ID: a
+// readable, bounded, file-system-safe form of it plus a hash, so two IDs
+// never share a file. Without it the log of a unit is
+// DATADIR/tfisolate-logs/COMMAND.log in its workdir.
+func WithLogDir(dir string) Option {
+	return optionFunc(func(c *config) error {
+		if dir == "" {
+			return fmt.Errorf("%w: WithLogDir(\"\")", ErrBadOption)
+		}
+		c.logDir = dir
+		return nil
+	})
+}
+
+// WithInterruptGrace sets how long terraform gets after SIGINT before it is
+// killed, once the run's context is cancelled.
+func WithInterruptGrace(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithInterruptGrace(%s), want > 0", ErrBadOption, d)
+		}
+		c.grace = d
+		return nil
+	})
+}
+
+// WithRetry sets how transient errors are retried (see RetryPolicy);
+// without it DefaultRetry applies. RetryPolicy{} turns retries off.
+func WithRetry(p RetryPolicy) Option {
+	return optionFunc(func(c *config) error {
+		if err := p.check(); err != nil {
+			return fmt.Errorf("%w: WithRetry: %w", ErrBadOption, err)
+		}
+		c.retry = p
+		return nil
+	})
+}
+
+// WithStop ties the runner's Runs to s, a cancellation ladder a host CLI
+// drives from repeated Ctrl-C (see Stop).
+func WithStop(s *Stop) Option {
+	return optionFunc(func(c *config) error {
+		if s == nil {
+			return fmt.Errorf("%w: WithStop(nil)", ErrBadOption)
+		}
+		c.stop = s
+		return nil
+	})
 }

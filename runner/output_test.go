@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -58,7 +59,7 @@ func TestOutputLinesNeverInterleave(t *testing.T) {
 	}
 }
 
-func TestLockHolder(t *testing.T) {
+func TestParseStateLock(t *testing.T) {
 	// As terraform 1.x prints it (local backend).
 	msg := `
 Error: Error acquiring the state lock
@@ -75,6 +76,9 @@ Lock Info:
 
 Terraform acquires a state lock to protect the state from being written
 by multiple users at the same time.`
-	require.Equal(t, "ID 0b9c5d3e-52a1-6c70-1b2b-2f6c0a3c7d11, Who ci@runner-7", lockHolder(msg))
-	require.Equal(t, "unknown holder", lockHolder("Error acquiring the state lock"))
+	got := parseStateLock(msg)
+	require.NotNil(t, got)
+	require.Equal(t, StateLock{ID: "0b9c5d3e-52a1-6c70-1b2b-2f6c0a3c7d11", Path: "/tmp/x/shared.tfstate", Operation: "OperationTypeApply",
+		Who: "ci@runner-7", Version: "1.11.4", Created: time.Date(2026, 11, 21, 23, 50, 0, 100_000_000, time.UTC)}, *got)
+	require.Nil(t, parseStateLock("Error acquiring the state lock"))
 }

@@ -40,3 +40,7 @@ func reapLeftovers(dataDir string) []string {
 	}
 	return killed
 }
+
+// setDeathSignal makes the kernel kill terraform if the runner's process
+// dies, so a crashed host leaves no terraform running.
+func setDeathSignal(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }

@@ -1,44 +1,146 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tfisolate/tfisolate/workdir"
 )
 
 // Event reports progress of one unit. Events are delivered to the
-// WithEvents callback one at a time, in the order they happened.
+// WithEvents callback one at a time, in the order they happened. Its JSON
+// form is documented on MarshalJSON.
 type Event struct {
 	Unit   string
 	Phase  Phase
 	Status Status
 	Time   time.Time
-	Err    error // set with PhaseDone when the unit did not succeed
+	// Retry is set (1, 2, ...) on the event sent when a phase is retried
+	// after a transient error; Err is that error.
+	Retry int
+	Err   error // set with PhaseDone when the unit did not succeed, and with a retry
 }
 
-// Result is the outcome of one unit.
+// Result is the outcome of one unit. Its JSON form is documented on
+// MarshalJSON.
 type Result struct {
-	Unit     string
-	Status   Status
-	Err      error
+	Unit   string
+	Status Status
+	Err    error
+	// Started is false for a unit that never began (skipped after a
+	// failed dependency, stopped by fail-fast, by a Stop or by the
+	// context before its turn).
+	Started  bool
 	Duration time.Duration
 	// LockWait is the time spent waiting for locks held by others: the
 	// instance lock of the workdir (not the refresh of its files) and
 	// terraform state locks.
 	LockWait time.Duration
-	// LockHolder describes who held the state lock last waited for
-	// (terraform's "ID" and "Who"), empty if none was met.
-	LockHolder string
-	// HasChanges is set by Plan when the plan is not empty.
+	// StateLock describes the holder of the state lock last waited for,
+	// as terraform reported it; nil if none was met.
+	StateLock *StateLock
+	// InstanceLock describes the holder of the instance lock when the
+	// unit had to wait for it; nil if it did not wait.
+	InstanceLock *workdir.Holder
+	// Retries counts the attempts repeated after transient errors.
+	Retries int
+	// InitSkipped is set when terraform init was not run because nothing
+	// it depends on changed since the instance's last successful init.
+	InitSkipped bool
+	// HasChanges is set by Plan and SavePlan when the plan is not empty.
 	HasChanges bool
+	// Plan describes the saved plan (SavePlan) or the plan that was
+	// applied (ApplyPlan).
+	Plan *PlanSummary
+	// Outputs are the root module's outputs after Apply, ApplyPlan or
+	// Output, by name.
+	Outputs map[string]OutputValue
+	// Data is whatever a custom step recorded with Handle.Record.
+	Data any
 	// Log is the path of the unit's log file.
 	Log string
 }
 
+// OutputValue is one root-module output. Value is its JSON encoding.
+type OutputValue struct {
+	Value     json.RawMessage
+	Type      json.RawMessage
+	Sensitive bool
+}
+
+// PlanSummary describes a saved plan.
+type PlanSummary struct {
+	// File is the saved plan (terraform's binary format), JSONFile the
+	// terraform show -json document of it, both in the instance's workdir.
+	File, JSONFile string
+	// DestroyPlan is set for a plan made with -destroy.
+	DestroyPlan bool
+	// Add, Change, Destroy and Import count resources the way terraform's
+	// summary line does (a replacement is one add and one destroy).
+	Add, Change, Destroy, Import int
+	// Changes lists every resource with a planned action, in address order.
+	Changes []ResourceChange
+	// OutputChanges is set when only outputs change.
+	OutputChanges bool
+}
+
+// ResourceChange is one resource's planned action.
+type ResourceChange struct {
+	Address string
+	// Actions are terraform's: ["create"], ["update"], ["delete"],
+	// ["delete","create"] or ["create","delete"] (replace), ["read"].
+	Actions []string
+	// Importing is set when the resource is imported by the plan.
+	Importing bool
+}
+
+// StateLock is a terraform state lock's info as terraform reports it.
+type StateLock struct {
+	ID        string
+	Path      string
+	Operation string
+	Who       string
+	Version   string
+	Created   time.Time
+	Info      string
+}
+
+// String describes the holder in one line.
+func (l *StateLock) String() string {
+	if l == nil {
+		return "unknown holder"
+	}
+	s := "ID " + l.ID
+	if l.Who != "" {
+		s += ", Who " + l.Who
+	}
+	if l.Operation != "" {
+		s += ", Operation " + l.Operation
+	}
+	if !l.Created.IsZero() {
+		s += ", Created " + l.Created.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// Engine says which terraform binary ran: its kind ("terraform" or
+// "tofu"), version and path.
+type Engine struct {
+	Kind    string
+	Version string
+	Path    string
+}
+
 // Report holds one Result per selected unit, in the order the units were
-// given to Run.
+// given to Run. Its JSON form is documented on MarshalJSON.
 type Report struct {
+	Command string
+	Engine  Engine
 	Results []Result
+	// Duration is the wall time of the Run.
+	Duration time.Duration
 }
 
 // Err joins the errors of the units that failed or were canceled; nil when
@@ -66,4 +168,31 @@ func (r *Report) Result(id string) (Result, bool) {
 		}
 	}
 	return Result{}, false
+}
+
+// NotStarted lists the IDs of the units that never began, in report
+// order.
+func (r *Report) NotStarted() []string {
+	var out []string
+	if r != nil {
+		for _, res := range r.Results {
+			if !res.Started {
+				out = append(out, res.Unit)
+			}
+		}
+	}
+	return out
+}
+
+// Count returns how many results have status s.
+func (r *Report) Count(s Status) int {
+	n := 0
+	if r != nil {
+		for _, res := range r.Results {
+			if res.Status == s {
+				n++
+			}
+		}
+	}
+	return n
 }

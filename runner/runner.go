@@ -3,102 +3,233 @@ package runner
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
-	"github.com/tfisolate/tfisolate/pluginc"
-	"github.com/tfisolate/tfisolate/workdir"
+	"github.com/tfisolate/tfisolate/internal/engine"
+	"github.com/tfisolate/tfisolate/internal/queue"
 )
 
-// Runner runs terraform commands over units. A Runner is safe for
-// concurrent use; each Run is independent.
+// Runner runs commands over units. A Runner is safe for concurrent use;
+// each Run is independent.
 type Runner struct {
-	parallelism  int
-	failFast     bool
-	ignoreErrors bool
-	ignoreOrder  bool
-	filter       filter
-	shardIndex   int
-	shardCount   int
-	events       func(Event)
-	logger       *slog.Logger
+	cfg config
 
-	workdirs    *workdir.Manager
-	cache       *pluginc.Cache
-	tfPath      string
-	lockTimeout time.Duration
-	output      io.Writer
-	logDir      string
-	grace       time.Duration
-
-	// exec replaces real execution in tests of the queue alone.
-	exec execFunc
+	mu  sync.Mutex
+	eng *engine.Info // found and detected by the first Run that needed it
 }
 
-// newRunner applies options over the defaults without checking what a
-// real run needs (terraform, workdirs), so the queue can be tested alone.
-func newRunner(opts []Option) (*Runner, error) {
-	r := &Runner{
+// New returns a Runner. WithWorkdirs is required. New does no I/O: the
+// terraform binary is found by the first Run, under its context (see
+// WithTerraform and WithFinder), and Binary says which one it is.
+func New(opts ...Option) (*Runner, error) {
+	cfg := config{
 		parallelism: DefaultParallelism,
-		logger:      slog.New(slog.DiscardHandler),
 		lockTimeout: DefaultLockTimeout,
 		grace:       DefaultInterruptGrace,
+		retry:       DefaultRetry,
 	}
 	for _, o := range opts {
-		if err := o(r); err != nil {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrBadOption)
+		}
+		if err := o.apply(&cfg); err != nil {
 			return nil, err
 		}
 	}
-	return r, nil
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.workdirs == nil {
+		return nil, fmt.Errorf("%w: WithWorkdirs is required", ErrBadOption)
+	}
+	return &Runner{cfg: cfg}, nil
+}
+
+// Binary finds the terraform (or tofu) executable the runner uses, runs
+// its version command once, and says which engine and version it is.
+// The result is kept for later Runs; a failure is not, so the next call
+// tries again.
+func (r *Runner) Binary(ctx context.Context) (Engine, error) {
+	if ctx == nil {
+		return Engine{}, ErrNilContext
+	}
+	info, err := r.engine(ctx)
+	if err != nil {
+		return Engine{}, err
+	}
+	return publicEngine(info), nil
+}
+
+func publicEngine(i engine.Info) Engine {
+	return Engine{Kind: string(i.Kind), Version: i.Version.String(), Path: i.Path}
+}
+
+func (r *Runner) engine(ctx context.Context) (engine.Info, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.eng != nil {
+		return *r.eng, nil
+	}
+	path := r.cfg.tfPath
+	if path == "" {
+		find := r.cfg.finder
+		if find == nil {
+			find = defaultFinder
+		}
+		p, err := find(ctx)
+		if err != nil {
+			return engine.Info{}, fmt.Errorf("%w: %w", ErrNoTerraform, err)
+		}
+		path = p
+	}
+	info, err := engine.Detect(ctx, path)
+	if err != nil {
+		return engine.Info{}, fmt.Errorf("%w: %s: %w", ErrNoTerraform, path, err)
+	}
+	r.eng = &info
+	return info, nil
+}
+
+// defaultFinder looks for terraform on PATH, then installs a pinned
+// release under the user cache dir.
+func defaultFinder(ctx context.Context) (string, error) {
+	dir := ""
+	if c, err := os.UserCacheDir(); err == nil {
+		dir = filepath.Join(c, "tfisolate", "terraform")
+	}
+	return engine.Find(ctx, engine.Terraform, dir)
 }
 
 // Run validates the units and runs cmd over the selected ones, in
-// dependency order (reversed for Destroy), at most the configured
-// parallelism at once. Invalid units or command: nothing runs, the report
-// is nil and the error says why. Otherwise the report has one result per
-// selected unit, and the error is report.Err(): non-nil when any unit failed
-// or was canceled. Run returns only after every goroutine and terraform
-// process it started has ended.
+// dependency order (reversed for destroy commands), at most the
+// configured parallelism at once, each unit starting as soon as the units
+// it depends on are done. Invalid input (a nil context, an invalid
+// command, unit or filter): nothing runs, the report is nil and the error
+// says why. Otherwise the report has one result per selected unit, and
+// the error is report.Err(): non-nil when any unit failed or was
+// canceled. Run returns only after every goroutine and terraform process
+// it started has ended.
 func (r *Runner) Run(ctx context.Context, cmd Command, units ...Unit) (*Report, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
+	start := time.Now()
 	if err := cmd.valid(); err != nil {
 		return nil, err
 	}
-	g, err := unitGraph(units)
+	g, sel, err := r.selection(units)
 	if err != nil {
 		return nil, err
 	}
-	exec := r.exec
-	if exec == nil {
-		if r.workdirs == nil {
-			return nil, fmt.Errorf("%w: runner has no workdir manager; create it with New", ErrBadOption)
-		}
-		rs, err := r.newRunState()
-		if err != nil {
-			return nil, err
-		}
-		defer func() {
-			if cerr := rs.close(); cerr != nil {
-				r.logger.Warn("cannot remove run dir", "dir", rs.tmp, "err", cerr)
-			}
-		}()
-		exec = rs.runUnit
+	if err := r.checkUnits(units, sel); err != nil {
+		return nil, err
 	}
-	rep := &Report{Results: r.schedule(ctx, cmd, units, g, exec)}
+	eng, err := r.engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := r.newRunState(cmd, eng, units, g)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.close()
+	rep := &Report{Command: cmd.String(), Engine: publicEngine(eng)}
+	rep.Results = rs.run(ctx, sel)
+	rep.Duration = time.Since(start)
 	return rep, rep.Err()
 }
 
-// Plan is a dry run: it validates the units and returns the order cmd would
-// run the selected ones in, as waves. Each wave holds sorted unit IDs that
-// depend only on units of earlier waves; with WithIgnoreDependencyOrder
-// everything is one wave. Nothing is executed and nothing is written.
-func (r *Runner) Plan(cmd Command, units ...Unit) ([][]string, error) {
+// Order is a dry run: it validates the units and returns the order cmd
+// would run the selected ones in, as waves. Each wave holds sorted unit
+// IDs that depend only on units of earlier waves; with
+// WithIgnoreDependencyOrder everything is one wave. Nothing is executed
+// and nothing is written.
+func (r *Runner) Order(cmd Command, units ...Unit) ([][]string, error) {
 	if err := cmd.valid(); err != nil {
 		return nil, err
 	}
-	g, err := unitGraph(units)
+	g, sel, err := r.selection(units)
 	if err != nil {
 		return nil, err
 	}
-	return r.waves(g, cmd), nil
+	return g.Waves(sel, r.cfg.policy(cmd)), nil
+}
+
+// selection validates the graph and applies shards and filters.
+func (r *Runner) selection(units []Unit) (*queue.Graph, []bool, error) {
+	ids := make([]string, len(units))
+	deps := make([][]string, len(units))
+	for i := range units {
+		ids[i] = units[i].id()
+		deps[i] = units[i].DependsOn
+	}
+	g, err := queue.New(ids, deps)
+	if err != nil {
+		return nil, nil, err
+	}
+	sel, err := g.Select(&r.cfg.filter, r.cfg.shardIndex, r.cfg.shardCount)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, sel, nil
+}
+
+func (c *config) policy(cmd Command) queue.Policy {
+	return queue.Policy{
+		Parallelism:  c.parallelism,
+		Reverse:      cmd.reverse,
+		IgnoreOrder:  c.ignoreOrder,
+		FailFast:     c.failFast,
+		IgnoreErrors: c.ignoreErrors,
+	}
+}
+
+// checkUnits validates every selected unit's workdir spec and arguments
+// before anything starts, and refuses two units of one instance.
+func (r *Runner) checkUnits(units []Unit, sel []bool) error {
+	byWorkdir := map[string]string{}
+	for i := range units {
+		if !sel[i] {
+			continue
+		}
+		u := &units[i]
+		id := u.id()
+		wid, err := r.cfg.workdirs.Check(u.Workdir)
+		if err != nil {
+			return fmt.Errorf("%w: unit %s: %w", ErrInvalidUnit, id, err)
+		}
+		if other, dup := byWorkdir[wid]; dup {
+			return fmt.Errorf("%w: units %s and %s are the same instance (stack %q, instance %q)", ErrInvalidUnit, other, id, u.Workdir.Stack, u.Workdir.Instance)
+		}
+		byWorkdir[wid] = id
+		if err := checkArgs(id, u.Args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ForceUnlock releases the state lock with the given ID for unit u, the
+// way `terraform force-unlock` does, with everything a Run gives a unit:
+// its workdir is prepared under the instance lock, init and the
+// workspace are as for any command. Filters and shards do not apply. Use
+// it on a lock a crashed run left behind (ErrStateLocked names the ID);
+// releasing a lock a live run still holds lets two runs write the state.
+func (r *Runner) ForceUnlock(ctx context.Context, u Unit, lockID string) error {
+	if lockID == "" {
+		return fmt.Errorf("%w: ForceUnlock with an empty lock ID", ErrBadOption)
+	}
+	one := &Runner{cfg: r.cfg}
+	one.cfg.filter, one.cfg.shardIndex, one.cfg.shardCount = queue.Filter{}, 0, 0
+	one.cfg.failFast, one.cfg.ignoreErrors, one.cfg.ignoreOrder = false, false, true
+	r.mu.Lock()
+	one.eng = r.eng
+	r.mu.Unlock()
+	u.DependsOn = nil
+	_, err := one.Run(ctx, Command{name: "force-unlock", kind: kindForceUnlock, phase: PhaseStep, lockID: lockID}, u)
+	return err
 }

@@ -3,7 +3,8 @@ package runner
 import "fmt"
 
 // Status is where a unit stands. A Result always holds one of Succeeded,
-// Failed, Skipped or Canceled; events also use Queued and Running.
+// Failed, Skipped or Canceled; events also use Queued and Running. In
+// JSON a Status is its String form.
 type Status int
 
 // Statuses.
@@ -16,23 +17,28 @@ const (
 	Canceled
 )
 
+var statusNames = [...]string{"queued", "running", "succeeded", "failed", "skipped", "canceled"}
+
 // String returns the status in lower case, as shown in reports.
 func (s Status) String() string {
-	switch s {
-	case Queued:
-		return "queued"
-	case Running:
-		return "running"
-	case Succeeded:
-		return "succeeded"
-	case Failed:
-		return "failed"
-	case Skipped:
-		return "skipped"
-	case Canceled:
-		return "canceled"
+	if s >= 0 && int(s) < len(statusNames) {
+		return statusNames[s]
 	}
 	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// MarshalText gives the JSON form: the String form.
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads the String form back.
+func (s *Status) UnmarshalText(b []byte) error {
+	for i, n := range statusNames {
+		if n == string(b) {
+			*s = Status(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("runner: unknown status %q", b)
 }
 
 // Phase is the step a unit is in when an Event is sent.
@@ -48,25 +54,31 @@ const (
 	PhaseApply
 	PhaseDestroy
 	PhaseDone
+	PhaseValidate
+	PhaseOutput
+	PhaseStep
 )
+
+var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step"}
 
 // String returns the phase in lower case, as shown in events.
 func (p Phase) String() string {
-	switch p {
-	case PhaseQueued:
-		return "queued"
-	case PhasePrepare:
-		return "prepare"
-	case PhaseInit:
-		return "init"
-	case PhasePlan:
-		return "plan"
-	case PhaseApply:
-		return "apply"
-	case PhaseDestroy:
-		return "destroy"
-	case PhaseDone:
-		return "done"
+	if p >= 0 && int(p) < len(phaseNames) {
+		return phaseNames[p]
 	}
 	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// MarshalText gives the JSON form: the String form.
+func (p Phase) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText reads the String form back.
+func (p *Phase) UnmarshalText(b []byte) error {
+	for i, n := range phaseNames {
+		if n == string(b) {
+			*p = Phase(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("runner: unknown phase %q", b)
 }

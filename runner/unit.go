@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"context"
+
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -18,6 +20,53 @@ type Unit struct {
 	// DependsOn lists the IDs of units that must be applied before this
 	// one (and destroyed after it).
 	DependsOn []string
+	// Env is added to terraform's environment for this unit only, over
+	// the process environment (AWS_PROFILE per stack, TF_VAR_x, ...).
+	Env map[string]string
+	// Args are the terraform arguments of this unit.
+	Args Args
+	// Generate, if set, is called right before the unit starts, once
+	// every unit it depends on is done, with their results (outputs
+	// included, after Apply or Output) by ID. The files it returns are
+	// generated into the workdir on top of Workdir.Files. An error fails
+	// the unit before anything runs.
+	Generate func(ctx context.Context, deps map[string]Result) (map[string][]byte, error)
+}
+
+// Args are per-unit terraform arguments. Each is passed to the commands
+// that take it; none is passed to a command that would refuse it (a saved
+// plan is applied with no variables or targets: they are in the plan).
+type Args struct {
+	// Vars are -var NAME=VALUE pairs, passed in sorted order.
+	Vars map[string]string
+	// VarFiles are -var-file paths, relative to the component directory
+	// in the workdir (a generated file or one of the component's own) or
+	// absolute.
+	VarFiles []string
+	// Targets are -target resource addresses.
+	Targets []string
+	// Replace are -replace resource addresses (plan and apply).
+	Replace []string
+	// Refresh, when set, is passed as -refresh=true or -refresh=false.
+	Refresh *bool
+	// Parallelism, when > 0, is terraform's -parallelism.
+	Parallelism int
+	// Lock, when set, is passed as -lock=true or -lock=false.
+	Lock *bool
+	// BackendConfig are init -backend-config values: files (relative to
+	// the component directory, or absolute) or KEY=VALUE pairs.
+	BackendConfig []string
+	// Reconfigure passes init -reconfigure. The runner also reconfigures
+	// by itself when the instance's backend configuration changed since
+	// its last init.
+	Reconfigure bool
+	// MigrateState passes init -migrate-state -force-copy when the backend
+	// changed: state moves to the new backend. Without it a changed
+	// backend is reconfigured and state is never migrated.
+	MigrateState bool
+	// Upgrade passes init -upgrade and re-resolves provider versions in
+	// the shared cache, ignoring the versions in the lock file.
+	Upgrade bool
 }
 
 func (u *Unit) id() string {
@@ -28,15 +77,4 @@ func (u *Unit) id() string {
 		return ""
 	}
 	return u.Workdir.Stack + "/" + u.Workdir.Instance
-}
-
-// unitGraph validates the units and builds their graph.
-func unitGraph(units []Unit) (*graph, error) {
-	ids := make([]string, len(units))
-	deps := make([][]string, len(units))
-	for i := range units {
-		ids[i] = units[i].id()
-		deps[i] = units[i].DependsOn
-	}
-	return newGraph(ids, deps)
 }

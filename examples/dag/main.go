@@ -132,7 +132,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if runners[i], err = newRunner(cmd); err != nil {
 			return err
 		}
-		waves, err := runners[i].Plan(cmd, units...)
+		waves, err := runners[i].Order(cmd, units...)
 		if err != nil {
 			return err
 		}

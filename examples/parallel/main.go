@@ -179,7 +179,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	st := cache.Stats()
 	if o.json {
-		if err := writeJSON(stdout, rep, wall, st.Downloads-before.Downloads); err != nil {
+		if err := writeJSON(stdout, rep, st.Downloads-before.Downloads); err != nil {
 			return err
 		}
 	} else {

@@ -13,18 +13,12 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/runner"
 )
 
 type report struct {
-	Succeeded int `json:"succeeded"`
-	Units     int `json:"units"`
-	Downloads int `json:"provider_downloads"`
-	Results   []struct {
-		Unit       string `json:"unit"`
-		Status     string `json:"status"`
-		HasChanges bool   `json:"has_changes"`
-		Log        string `json:"log"`
-	} `json:"results"`
+	Report    runner.Report `json:"report"`
+	Downloads int           `json:"provider_downloads"`
 }
 
 func runJSON(t *testing.T, args ...string) report {
@@ -52,15 +46,15 @@ func TestRunApplyTwiceThenDestroy(t *testing.T) {
 	}
 
 	plan := runJSON(t, append(common, "-command", "plan")...)
-	require.Equal(t, 3, plan.Succeeded)
+	require.Equal(t, 3, plan.Report.Count(runner.Succeeded))
 	require.Zero(t, plan.Downloads, "a warm cache downloads nothing")
-	for _, r := range plan.Results {
+	for _, r := range plan.Report.Results {
 		require.False(t, r.HasChanges, "second run of %s must have nothing to change", r.Unit)
 		require.FileExists(t, r.Log)
 	}
 
 	destroy := runJSON(t, append(common, "-command", "destroy")...)
-	require.Equal(t, 3, destroy.Succeeded)
+	require.Equal(t, 3, destroy.Report.Count(runner.Succeeded))
 
 	// The component source the example wrote was never written by a run.
 	src := filepath.Join(root, "infra", filepath.FromSlash(demo.Component))

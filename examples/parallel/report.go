@@ -32,37 +32,13 @@ func summary(w io.Writer, rep *runner.Report, wall time.Duration, downloads int6
 		ok, len(rep.Results), wall.Round(10*time.Millisecond), downloads, st.Hits)
 }
 
-type jsonResult struct {
-	Unit       string  `json:"unit"`
-	Status     string  `json:"status"`
-	Error      string  `json:"error,omitempty"`
-	Seconds    float64 `json:"duration_seconds"`
-	LockWait   float64 `json:"lock_wait_seconds"`
-	LockHolder string  `json:"lock_holder,omitempty"`
-	HasChanges bool    `json:"has_changes"`
-	Log        string  `json:"log"`
-}
-
-// writeJSON prints the report as one JSON document.
-func writeJSON(w io.Writer, rep *runner.Report, wall time.Duration, downloads int64) error {
+// writeJSON prints the runner's documented JSON form of the report, with
+// the provider downloads of this run beside it.
+func writeJSON(w io.Writer, rep *runner.Report, downloads int64) error {
 	out := struct {
-		Succeeded int          `json:"succeeded"`
-		Units     int          `json:"units"`
-		Wall      float64      `json:"wall_seconds"`
-		Downloads int64        `json:"provider_downloads"`
-		Results   []jsonResult `json:"results"`
-	}{Units: len(rep.Results), Wall: wall.Seconds(), Downloads: downloads}
-	for _, r := range rep.Results {
-		if r.Status == runner.Succeeded {
-			out.Succeeded++
-		}
-		jr := jsonResult{Unit: r.Unit, Status: r.Status.String(), Seconds: r.Duration.Seconds(),
-			LockWait: r.LockWait.Seconds(), LockHolder: r.LockHolder, HasChanges: r.HasChanges, Log: r.Log}
-		if r.Err != nil {
-			jr.Error = r.Err.Error()
-		}
-		out.Results = append(out.Results, jr)
-	}
+		Report    *runner.Report `json:"report"`
+		Downloads int64          `json:"provider_downloads"`
+	}{rep, downloads}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)

@@ -1,0 +1,141 @@
+package runner
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+)
+
+// Argument building for the terraform commands the runner runs. Each
+// function returns the full argument list; none runs anything, so the
+// rules are tested without terraform.
+
+func initArgs(a Args, reconfigure bool) []string {
+	args := []string{"init", "-input=false", "-no-color"}
+	for _, bc := range a.BackendConfig {
+		args = append(args, "-backend-config="+bc)
+	}
+	switch {
+	case a.MigrateState && reconfigure:
+		args = append(args, "-migrate-state", "-force-copy")
+	case a.Reconfigure || reconfigure:
+		args = append(args, "-reconfigure")
+	}
+	if a.Upgrade {
+		args = append(args, "-upgrade")
+	}
+	return args
+}
+
+// planArgs are shared by plan and apply (without a saved plan).
+func varArgs(a Args) []string {
+	var args []string
+	for _, k := range slices.Sorted(maps.Keys(a.Vars)) {
+		args = append(args, "-var", k+"="+a.Vars[k])
+	}
+	for _, f := range a.VarFiles {
+		args = append(args, "-var-file="+f)
+	}
+	return args
+}
+
+func changeArgs(a Args, lockTimeout string) []string {
+	args := []string{"-input=false", "-lock-timeout=" + lockTimeout}
+	if a.Lock != nil {
+		args = append(args, "-lock="+strconv.FormatBool(*a.Lock))
+	}
+	if a.Refresh != nil {
+		args = append(args, "-refresh="+strconv.FormatBool(*a.Refresh))
+	}
+	if a.Parallelism > 0 {
+		args = append(args, "-parallelism="+strconv.Itoa(a.Parallelism))
+	}
+	for _, t := range a.Targets {
+		args = append(args, "-target="+t)
+	}
+	return append(args, varArgs(a)...)
+}
+
+func planArgs(a Args, lockTimeout string, destroy bool, out string) []string {
+	args := []string{"plan", "-no-color", "-detailed-exitcode"}
+	args = append(args, changeArgs(a, lockTimeout)...)
+	for _, r := range a.Replace {
+		args = append(args, "-replace="+r)
+	}
+	if destroy {
+		args = append(args, "-destroy")
+	}
+	if out != "" {
+		args = append(args, "-out="+out)
+	}
+	return args
+}
+
+func applyArgs(a Args, lockTimeout string) []string {
+	args := []string{"apply", "-auto-approve", "-json"}
+	args = append(args, changeArgs(a, lockTimeout)...)
+	for _, r := range a.Replace {
+		args = append(args, "-replace="+r)
+	}
+	return args
+}
+
+// applyPlanArgs apply a saved plan: variables, targets and replacements
+// are in the plan, and terraform refuses them beside it.
+func applyPlanArgs(a Args, lockTimeout, planFile string) []string {
+	args := []string{"apply", "-auto-approve", "-json", "-input=false", "-lock-timeout=" + lockTimeout}
+	if a.Lock != nil {
+		args = append(args, "-lock="+strconv.FormatBool(*a.Lock))
+	}
+	if a.Parallelism > 0 {
+		args = append(args, "-parallelism="+strconv.Itoa(a.Parallelism))
+	}
+	return append(args, planFile)
+}
+
+func destroyArgs(a Args, lockTimeout string) []string {
+	args := []string{"destroy", "-auto-approve", "-no-color"}
+	return append(args, changeArgs(a, lockTimeout)...)
+}
+
+func validateArgs() []string { return []string{"validate", "-no-color"} }
+
+func outputArgs() []string { return []string{"output", "-json"} }
+
+func showPlanArgs(planFile string) []string { return []string{"show", "-json", "-no-color", planFile} }
+
+func workspaceArgs(name string) []string {
+	return []string{"workspace", "select", "-or-create=true", name}
+}
+
+func forceUnlockArgs(id string) []string { return []string{"force-unlock", "-force", id} }
+
+// checkArgs refuses arguments terraform would misread: values that look
+// like flags and var files or backend files that do not exist are caught
+// by terraform itself with a clear message; what is checked here is what
+// terraform would take silently the wrong way.
+func checkArgs(id string, a Args) error {
+	for k := range a.Vars {
+		if k == "" {
+			return fmt.Errorf("%w: unit %s: a -var with an empty name", ErrInvalidUnit, id)
+		}
+	}
+	for _, f := range a.VarFiles {
+		if f == "" || filepath.Clean(f) == "." {
+			return fmt.Errorf("%w: unit %s: empty -var-file path", ErrInvalidUnit, id)
+		}
+	}
+	for _, list := range [][]string{a.Targets, a.Replace, a.BackendConfig} {
+		for _, s := range list {
+			if s == "" {
+				return fmt.Errorf("%w: unit %s: an empty -target, -replace or -backend-config value", ErrInvalidUnit, id)
+			}
+		}
+	}
+	if a.Parallelism < 0 {
+		return fmt.Errorf("%w: unit %s: -parallelism %d", ErrInvalidUnit, id, a.Parallelism)
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+package runner
+
+import (
+	"context"
+	"io"
+	"maps"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/tfisolate/tfisolate/workdir"
+)
+
+// Handle is what a custom step (see Step) gets for one unit: everything
+// the runner prepared, under the instance lock, for the step's duration
+// only. A Handle must not be kept after the step returns.
+type Handle struct {
+	// Unit is the unit being run.
+	Unit Unit
+	// ID is the unit's ID.
+	ID string
+	// Workdir is the prepared instance workdir; run terraform in
+	// Workdir.Dir.
+	Workdir *workdir.Workdir
+	// Terraform is an initialized terraform for the workdir, with the
+	// unit's environment, writing to the unit's log. Any subcommand
+	// terraform-exec offers works on it. terraform-exec refuses TF_VAR_*,
+	// TF_LOG* and TF_CLI_ARGS* in the environment it is given, so those
+	// are left out of it: pass variables with tfexec.Var or var files.
+	Terraform *tfexec.Terraform
+	// Log writes whole lines to the unit's log and to the combined
+	// output stream.
+	Log io.Writer
+
+	x    *unitRun
+	deps map[string]Result
+}
+
+// Dependencies returns the results of the units this unit depends on,
+// by ID (outputs included after Apply, ApplyPlan or Output). Units not
+// selected in this Run are absent.
+func (h *Handle) Dependencies() map[string]Result { return maps.Clone(h.deps) }
+
+// WithStateLock runs fn with the runner's state-lock patience: fn gets
+// the -lock-timeout value for its attempt (pass it as tfexec.LockTimeout)
+// and is repeated while it fails on a state lock held by someone else,
+// until WithLockTimeout is spent; the wait and the holder go into the
+// unit's Result. what names the operation in the log and the error.
+func (h *Handle) WithStateLock(ctx context.Context, what string, fn func(lockTimeout string) error) error {
+	return h.x.withStateLock(ctx, what, fn)
+}
+
+// Record stores v in the unit's Result.Data (the last call wins), for
+// host tools that want a step's findings in the report. v should be
+// JSON-marshalable.
+func (h *Handle) Record(v any) { h.x.res.Data = v }

@@ -1,0 +1,235 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/tfisolate/tfisolate/workdir"
+)
+
+// The JSON forms below are part of the API: field names are stable,
+// statuses and phases are their String forms, errors are their messages,
+// durations are seconds (a float), times are RFC 3339. Sensitive output
+// values are never written: such an output has "sensitive": true and no
+// "value". Unmarshalling gives back every field (an error as an error with
+// the same message; sentinel identity is not kept).
+
+type jsonEvent struct {
+	Unit   string    `json:"unit"`
+	Phase  Phase     `json:"phase"`
+	Status Status    `json:"status"`
+	Time   time.Time `json:"time"`
+	Retry  int       `json:"retry,omitempty"`
+	Error  string    `json:"error,omitempty"`
+}
+
+// MarshalJSON gives the event's documented JSON form:
+//
+//	{"unit": "a/b", "phase": "apply", "status": "running",
+//	 "time": "2026-01-02T15:04:05.999Z", "retry": 1, "error": "..."}
+//
+// retry and error are left out when empty.
+func (e Event) MarshalJSON() ([]byte, error) {
+	return json.Marshal(jsonEvent{Unit: e.Unit, Phase: e.Phase, Status: e.Status, Time: e.Time, Retry: e.Retry, Error: errString(e.Err)})
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var j jsonEvent
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*e = Event{Unit: j.Unit, Phase: j.Phase, Status: j.Status, Time: j.Time, Retry: j.Retry, Err: stringErr(j.Error)}
+	return nil
+}
+
+type jsonResult struct {
+	Unit         string                     `json:"unit"`
+	Status       Status                     `json:"status"`
+	Error        string                     `json:"error,omitempty"`
+	Started      bool                       `json:"started"`
+	Duration     float64                    `json:"duration_seconds"`
+	LockWait     float64                    `json:"lock_wait_seconds"`
+	StateLock    *jsonStateLock             `json:"state_lock,omitempty"`
+	InstanceLock *workdir.Holder            `json:"instance_lock,omitempty"`
+	Retries      int                        `json:"retries"`
+	InitSkipped  bool                       `json:"init_skipped"`
+	HasChanges   bool                       `json:"has_changes"`
+	Plan         *jsonPlan                  `json:"plan,omitempty"`
+	Outputs      map[string]jsonOutputValue `json:"outputs,omitempty"`
+	Data         any                        `json:"data,omitempty"`
+	Log          string                     `json:"log,omitempty"`
+}
+
+type jsonStateLock struct {
+	ID        string    `json:"id"`
+	Path      string    `json:"path,omitempty"`
+	Operation string    `json:"operation,omitempty"`
+	Who       string    `json:"who,omitempty"`
+	Version   string    `json:"version,omitempty"`
+	Created   time.Time `json:"created,omitzero"`
+	Info      string    `json:"info,omitempty"`
+}
+
+type jsonPlan struct {
+	File          string               `json:"file"`
+	JSONFile      string               `json:"json_file"`
+	DestroyPlan   bool                 `json:"destroy_plan"`
+	Add           int                  `json:"add"`
+	Change        int                  `json:"change"`
+	Destroy       int                  `json:"destroy"`
+	Import        int                  `json:"import"`
+	Changes       []jsonResourceChange `json:"changes"`
+	OutputChanges bool                 `json:"output_changes"`
+}
+
+type jsonResourceChange struct {
+	Address   string   `json:"address"`
+	Actions   []string `json:"actions"`
+	Importing bool     `json:"importing,omitempty"`
+}
+
+type jsonOutputValue struct {
+	Value     json.RawMessage `json:"value,omitempty"`
+	Type      json.RawMessage `json:"type,omitempty"`
+	Sensitive bool            `json:"sensitive"`
+}
+
+// MarshalJSON gives the result's documented JSON form:
+//
+//	{"unit": "a/b", "status": "failed", "error": "terraform apply: ...",
+//	 "started": true, "duration_seconds": 12.5, "lock_wait_seconds": 3.2,
+//	 "state_lock": {"id": "...", "path": "...", "operation": "OperationTypeApply",
+//	   "who": "user@host", "version": "1.11.4", "created": "...", "info": ""},
+//	 "instance_lock": {"pid": 4242, "host": "ci-7", "since": "..."},
+//	 "retries": 1, "init_skipped": false, "has_changes": true,
+//	 "plan": {"file": "...", "json_file": "...", "destroy_plan": false,
+//	   "add": 1, "change": 0, "destroy": 0, "import": 0,
+//	   "changes": [{"address": "x.y", "actions": ["create"]}],
+//	   "output_changes": false},
+//	 "outputs": {"id": {"value": "abc", "type": "string", "sensitive": false},
+//	   "password": {"sensitive": true}},
+//	 "data": ..., "log": "/path/to/unit.log"}
+//
+// error, state_lock, instance_lock, plan, outputs, data and log are left
+// out when empty.
+func (r Result) MarshalJSON() ([]byte, error) {
+	j := jsonResult{
+		Unit: r.Unit, Status: r.Status, Error: errString(r.Err), Started: r.Started,
+		Duration: r.Duration.Seconds(), LockWait: r.LockWait.Seconds(),
+		InstanceLock: r.InstanceLock, Retries: r.Retries, InitSkipped: r.InitSkipped,
+		HasChanges: r.HasChanges, Data: r.Data, Log: r.Log,
+	}
+	if l := r.StateLock; l != nil {
+		j.StateLock = &jsonStateLock{ID: l.ID, Path: l.Path, Operation: l.Operation, Who: l.Who, Version: l.Version, Created: l.Created, Info: l.Info}
+	}
+	if p := r.Plan; p != nil {
+		j.Plan = &jsonPlan{File: p.File, JSONFile: p.JSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,
+			Destroy: p.Destroy, Import: p.Import, OutputChanges: p.OutputChanges, Changes: []jsonResourceChange{}}
+		for _, c := range p.Changes {
+			j.Plan.Changes = append(j.Plan.Changes, jsonResourceChange(c))
+		}
+	}
+	if r.Outputs != nil {
+		j.Outputs = map[string]jsonOutputValue{}
+		for k, o := range r.Outputs {
+			jo := jsonOutputValue{Type: o.Type, Sensitive: o.Sensitive}
+			if !o.Sensitive {
+				jo.Value = o.Value
+			}
+			j.Outputs[k] = jo
+		}
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var j jsonResult
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = Result{
+		Unit: j.Unit, Status: j.Status, Err: stringErr(j.Error), Started: j.Started,
+		Duration: seconds(j.Duration), LockWait: seconds(j.LockWait), InstanceLock: j.InstanceLock,
+		Retries: j.Retries, InitSkipped: j.InitSkipped, HasChanges: j.HasChanges, Data: j.Data, Log: j.Log,
+	}
+	if l := j.StateLock; l != nil {
+		r.StateLock = &StateLock{ID: l.ID, Path: l.Path, Operation: l.Operation, Who: l.Who, Version: l.Version, Created: l.Created, Info: l.Info}
+	}
+	if p := j.Plan; p != nil {
+		r.Plan = &PlanSummary{File: p.File, JSONFile: p.JSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,
+			Destroy: p.Destroy, Import: p.Import, OutputChanges: p.OutputChanges}
+		for _, c := range p.Changes {
+			r.Plan.Changes = append(r.Plan.Changes, ResourceChange(c))
+		}
+	}
+	if j.Outputs != nil {
+		r.Outputs = map[string]OutputValue{}
+		for k, o := range j.Outputs {
+			r.Outputs[k] = OutputValue(o)
+		}
+	}
+	return nil
+}
+
+type jsonReport struct {
+	Command  string         `json:"command"`
+	Engine   jsonEngine     `json:"engine"`
+	Duration float64        `json:"duration_seconds"`
+	Counts   map[string]int `json:"counts"`
+	Results  []Result       `json:"results"`
+}
+
+type jsonEngine struct {
+	Kind    string `json:"kind"`
+	Version string `json:"version"`
+	Path    string `json:"path"`
+}
+
+// MarshalJSON gives the report's documented JSON form:
+//
+//	{"command": "apply",
+//	 "engine": {"kind": "terraform", "version": "1.11.4", "path": "/usr/bin/terraform"},
+//	 "duration_seconds": 42.1,
+//	 "counts": {"succeeded": 11, "failed": 1},
+//	 "results": [ ...each Result's form... ]}
+//
+// counts holds every status that occurs.
+func (r Report) MarshalJSON() ([]byte, error) {
+	j := jsonReport{Command: r.Command, Engine: jsonEngine(r.Engine), Duration: r.Duration.Seconds(), Counts: map[string]int{}, Results: r.Results}
+	if j.Results == nil {
+		j.Results = []Result{}
+	}
+	for _, res := range r.Results {
+		j.Counts[res.Status.String()]++
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (r *Report) UnmarshalJSON(b []byte) error {
+	var j jsonReport
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = Report{Command: j.Command, Engine: Engine(j.Engine), Duration: seconds(j.Duration), Results: j.Results}
+	return nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func stringErr(s string) error {
+	if s == "" {
+		return nil
+	}
+	return errors.New(s)
+}
+
+func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }

@@ -1,0 +1,284 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/tfisolate/tfisolate/workdir"
+)
+
+// unitRun is one unit's pass through the pipeline:
+//
+//	generate -> prepare -> modules -> providers -> init -> workspace -> step
+//
+// Each step is a method; the Result it fills is the pipeline's outcome,
+// returned by value to the queue's callback.
+type unitRun struct {
+	rs  *runState
+	idx int
+	u   *Unit
+	id  string
+	res *Result
+
+	w    *workdir.Workdir
+	dir  string // where terraform runs: the component inside the workdir
+	out  *unitOutput
+	env  map[string]string
+	tf   *tfProcess
+	init initRecord // what the last init (skipped or run) depended on
+}
+
+func (x *unitRun) emit(p Phase) {
+	x.rs.em.emit(Event{Unit: x.id, Phase: p, Status: Running})
+}
+
+// runUnit runs unit i through the pipeline.
+func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) {
+	u := &rs.units[i]
+	x := &unitRun{rs: rs, idx: i, u: u, id: rs.g.ID(i), res: &res}
+	x.emit(PhasePrepare)
+	spec := u.Workdir
+	if u.Generate != nil {
+		files, err := u.Generate(ctx, rs.depResults(i))
+		if err != nil {
+			return res, fmt.Errorf("%w: %w", ErrGenerate, err)
+		}
+		spec.Files = maps.Clone(spec.Files)
+		if spec.Files == nil {
+			spec.Files = map[string][]byte{}
+		}
+		maps.Copy(spec.Files, files)
+	}
+	t0 := time.Now()
+	w, err := rs.cfg.workdirs.Prepare(ctx, spec)
+	if err != nil {
+		var le *workdir.LockedError
+		if errors.As(err, &le) {
+			res.LockWait += time.Since(t0)
+			res.InstanceLock = le.Holder
+		}
+		return res, err
+	}
+	defer func() { err = errors.Join(err, w.Close()) }()
+	res.LockWait += w.LockWait
+	res.InstanceLock = w.Holder
+	x.w, x.dir = w, w.Dir
+
+	logFile, err := x.openLog()
+	if err != nil {
+		return res, err
+	}
+	defer func() { err = errors.Join(err, logFile.Close()) }()
+	// Runs before the instance lock is released, after terraform is gone.
+	defer func() {
+		for _, p := range reapLeftovers(w.DataDir) {
+			x.out.note("killed leftover process " + p)
+			rs.cfg.logger.WarnContext(ctx, "killed leftover process", "unit", x.id, "process", p)
+		}
+	}()
+	return res, x.pipeline(ctx)
+}
+
+// openLog creates the unit's log file and its output streams.
+func (x *unitRun) openLog() (*os.File, error) {
+	logPath := filepath.Join(x.w.DataDir, "tfisolate-logs", x.rs.cmd.String()+".log")
+	if d := x.rs.cfg.logDir; d != "" {
+		logPath = filepath.Join(d, logName(x.id))
+	}
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, fmt.Errorf("create log dir: %w", err)
+	}
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("create log: %w", err)
+	}
+	x.res.Log = logPath
+	x.out = newUnitOutput(x.id, x.rs.out, f)
+	return f, nil
+}
+
+// logName turns a unit ID into a file name that is readable, at most 100
+// bytes, safe on every filesystem, and never the same for two IDs (a hash
+// of the ID ends it).
+func logName(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		switch {
+		case b.Len() >= 80:
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	sum := sha256.Sum256([]byte(id))
+	return strings.TrimLeft(b.String(), ".") + "-" + hex.EncodeToString(sum[:6]) + ".log"
+}
+
+func (x *unitRun) pipeline(ctx context.Context) error {
+	manifest, err := x.modules(ctx)
+	if err != nil {
+		return err
+	}
+	var st setup
+	if x.rs.cfg.cache != nil {
+		if st, err = x.providers(ctx, manifest); err != nil {
+			return err
+		}
+	}
+	x.env = unitEnv(processEnv(), x.w.Env(), st.cliConfig, x.u.Env)
+	x.tf = &tfProcess{path: x.rs.eng.Path, dir: x.dir, env: environ(x.env), grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out}
+	force := x.rs.cmd.kind == kindInit
+	if err := x.initialize(ctx, manifest, force); err != nil {
+		return err
+	}
+	if err := x.workspace(ctx); err != nil {
+		return err
+	}
+	err = x.command(ctx)
+	if err != nil && x.res.InitSkipped && ctx.Err() == nil && needsInit(err) {
+		// The skip was wrong (something init depends on changed in a way
+		// the record cannot see): init and try the command once more.
+		x.out.note("init: terraform asks for init after all; running it and retrying once")
+		x.res.InitSkipped = false
+		if err := x.initialize(ctx, manifest, true); err != nil {
+			return err
+		}
+		err = x.command(ctx)
+	}
+	return err
+}
+
+// run runs one terraform command that may meet a state lock: retried on
+// transient errors, state locks waited out, one line per wait.
+func (x *unitRun) run(ctx context.Context, phase Phase, what string, args func(lockTimeout string) []string, o runOpts) (*tfRun, error) {
+	var out *tfRun
+	o.hold = func(err error) bool { return !isStateLockErr(err) }
+	err := x.retry(ctx, phase, func() error {
+		return x.withStateLock(ctx, what, func(lt string) error {
+			r, err := x.tf.run(ctx, args(lt), o)
+			out = r
+			return err
+		})
+	})
+	return out, err
+}
+
+// retry runs fn under the runner's retry policy; each retry is counted,
+// logged and sent as an event.
+func (x *unitRun) retry(ctx context.Context, phase Phase, fn func() error) error {
+	p := x.rs.cfg.retry
+	return p.withRetry(ctx, func(n int, err error) {
+		x.res.Retries++
+		x.out.note(fmt.Sprintf("%s: transient error, retry %d of %d in %s: %s", phase, n, p.Max, p.wait(n), firstLine(err)))
+		x.rs.em.emit(Event{Unit: x.id, Phase: phase, Status: Running, Retry: n, Err: err})
+	}, fn)
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+// workspace selects the unit's workspace, creating it when missing,
+// unless it is already selected (terraform records the choice in the
+// data dir).
+func (x *unitRun) workspace(ctx context.Context) error {
+	ws := x.u.Workspace
+	if ws == "" || currentWorkspace(x.w.DataDir) == ws {
+		return nil
+	}
+	_, err := x.run(ctx, PhaseInit, "workspace select", func(string) []string { return workspaceArgs(ws) }, runOpts{})
+	if err != nil {
+		return fmt.Errorf("workspace %q: %w", ws, err)
+	}
+	return nil
+}
+
+// currentWorkspace reads the workspace terraform has selected in dataDir.
+func currentWorkspace(dataDir string) string {
+	b, err := os.ReadFile(filepath.Join(dataDir, "environment"))
+	if err != nil {
+		return "default"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// command runs the unit's command proper.
+func (x *unitRun) command(ctx context.Context) error {
+	c := x.rs.cmd
+	a := x.u.Args
+	if c.kind != kindInit {
+		x.emit(c.phase)
+	}
+	switch c.kind {
+	case kindInit:
+		return nil
+	case kindPlan:
+		r, err := x.run(ctx, PhasePlan, "plan", func(lt string) []string { return planArgs(a, lt, false, "") }, runOpts{okCodes: []int{2}})
+		if err == nil {
+			x.res.HasChanges = r.exitCode == 2
+		}
+		return err
+	case kindSavePlan:
+		return x.savePlan(ctx, c.reverse)
+	case kindApply:
+		r, err := x.run(ctx, PhaseApply, "apply", func(lt string) []string { return applyArgs(a, lt) }, runOpts{jsonUI: true})
+		if err != nil {
+			return err
+		}
+		return x.keepOutputs(ctx, r.outputs)
+	case kindApplyPlan:
+		return x.applyPlan(ctx, c.reverse)
+	case kindDestroy:
+		_, err := x.run(ctx, PhaseDestroy, "destroy", func(lt string) []string { return destroyArgs(a, lt) }, runOpts{})
+		return err
+	case kindValidate:
+		_, err := x.tf.run(ctx, validateArgs(), runOpts{})
+		return err
+	case kindOutput:
+		return x.readOutputs(ctx)
+	case kindStep:
+		return x.step(ctx)
+	case kindForceUnlock:
+		_, err := x.tf.run(ctx, forceUnlockArgs(c.lockID), runOpts{})
+		return err
+	}
+	return fmt.Errorf("%w: %s", ErrUnknownCommand, c)
+}
+
+// step runs a custom command's function with a Handle.
+func (x *unitRun) step(ctx context.Context) error {
+	tf, err := tfexec.NewTerraform(x.dir, x.rs.eng.Path)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoTerraform, err)
+	}
+	if err := tfexecEnv(tf, x.env); err != nil {
+		return fmt.Errorf("terraform environment: %w", err)
+	}
+	stdout, stderr := x.out.stream(), x.out.stream()
+	defer stdout.flush()
+	defer stderr.flush()
+	tf.SetStdout(stdout)
+	tf.SetStderr(stderr)
+	if err := tf.SetWaitDelay(x.rs.cfg.grace); err != nil {
+		x.rs.cfg.logger.WarnContext(ctx, "no graceful interrupt on this platform", "unit", x.id, "err", err)
+	}
+	log := x.out.stream()
+	defer log.flush()
+	h := &Handle{Unit: *x.u, ID: x.id, Workdir: x.w, Terraform: tf, Log: log, x: x, deps: x.rs.depResults(x.idx)}
+	if err := x.rs.cmd.step(ctx, h); err != nil {
+		return fmt.Errorf("step %s: %w", x.rs.cmd, err)
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
+)
+
+// A saved plan lives in the instance's data dir, which no refresh of the
+// workdir touches:
+//
+//	DATADIR/tfisolate-plan/plan.tfplan     terraform's saved plan
+//	DATADIR/tfisolate-plan/plan.json       terraform show -json of it
+//	DATADIR/tfisolate-plan/plan.meta.json  what it was made from; written last
+const (
+	planDirName  = "tfisolate-plan"
+	planFileName = "plan.tfplan"
+	planJSONName = "plan.json"
+	planMetaName = "plan.meta.json"
+)
+
+// planMeta records what a saved plan was made from, so that ApplyPlan
+// can refuse a plan that no longer matches the workdir.
+type planMeta struct {
+	Digest   string    `json:"digest"`    // workdir.Workdir.Digest: source set and generated files
+	LockFile string    `json:"lock_file"` // sha256 of .terraform.lock.hcl, "" when none
+	Engine   string    `json:"engine"`    // kind and version of the terraform that planned
+	Plan     string    `json:"plan"`      // sha256 of the plan file
+	Destroy  bool      `json:"destroy"`
+	Created  time.Time `json:"created"`
+}
+
+func (x *unitRun) planPaths() (dir, file, jsonFile, meta string) {
+	dir = filepath.Join(x.w.DataDir, planDirName)
+	return dir, filepath.Join(dir, planFileName), filepath.Join(dir, planJSONName), filepath.Join(dir, planMetaName)
+}
+
+// savePlan plans into the saved plan file, renders it as JSON and
+// records what it was made from. The old record goes first, so a failed
+// plan leaves nothing ApplyPlan would take.
+func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
+	dir, file, jsonFile, metaFile := x.planPaths()
+	if err := os.Remove(metaFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove old saved plan: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("saved plan dir: %w", err)
+	}
+	tmp := file + ".tmp"
+	defer os.Remove(tmp)
+	r, err := x.run(ctx, PhasePlan, "plan", func(lt string) []string { return planArgs(x.u.Args, lt, destroy, tmp) }, runOpts{okCodes: []int{2}})
+	if err != nil {
+		return err
+	}
+	x.res.HasChanges = r.exitCode == 2
+	if err := os.Rename(tmp, file); err != nil {
+		return fmt.Errorf("keep saved plan: %w", err)
+	}
+	show, err := x.tf.run(ctx, showPlanArgs(file), runOpts{capture: true})
+	if err != nil {
+		return err
+	}
+	sum, err := summarizePlan(show.stdout)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(jsonFile, show.stdout, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", jsonFile, err)
+	}
+	sum.File, sum.JSONFile, sum.DestroyPlan = file, jsonFile, destroy
+	x.res.Plan = sum
+	m, err := x.planMeta(file, destroy)
+	if err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := atomicfile.WriteFile(metaFile, b, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", metaFile, err)
+	}
+	x.out.note(fmt.Sprintf("plan saved: %d to add, %d to change, %d to destroy, %d to import", sum.Add, sum.Change, sum.Destroy, sum.Import))
+	return nil
+}
+
+func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
+	m := planMeta{Digest: x.w.Digest, Engine: string(x.rs.eng.Kind) + " " + x.rs.eng.Version.String(), Destroy: destroy, Created: time.Now().UTC()}
+	var err error
+	if m.Plan, err = fileSum(file); err != nil {
+		return m, fmt.Errorf("hash saved plan: %w", err)
+	}
+	m.LockFile, err = fileSum(filepath.Join(x.dir, lockFileName))
+	if errors.Is(err, os.ErrNotExist) {
+		m.LockFile, err = "", nil
+	}
+	return m, err
+}
+
+// applyPlan applies the unit's saved plan exactly, or refuses it.
+func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
+	_, file, jsonFile, metaFile := x.planPaths()
+	b, err := os.ReadFile(metaFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w for unit %s: run SavePlan first (%s)", ErrNoPlan, x.id, metaFile)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", metaFile, err)
+	}
+	var saved planMeta
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return fmt.Errorf("%w for unit %s: unreadable record %s: %w", ErrStalePlan, x.id, metaFile, err)
+	}
+	now, err := x.planMeta(file, saved.Destroy)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w for unit %s: the plan file %s is gone", ErrNoPlan, x.id, file)
+	}
+	if err != nil {
+		return err
+	}
+	if why := staleness(saved, now, destroy); why != "" {
+		return fmt.Errorf("%w for unit %s: %s since it was saved at %s; run SavePlan again", ErrStalePlan, x.id, why, saved.Created.Format(time.RFC3339))
+	}
+	if js, err := os.ReadFile(jsonFile); err == nil {
+		if sum, err := summarizePlan(js); err == nil {
+			sum.File, sum.JSONFile, sum.DestroyPlan = file, jsonFile, saved.Destroy
+			x.res.Plan = sum
+		}
+	}
+	r, err := x.run(ctx, PhaseApply, "apply", func(lt string) []string { return applyPlanArgs(x.u.Args, lt, file) }, runOpts{jsonUI: true})
+	if err != nil {
+		return err
+	}
+	// A saved plan is spent once applied: terraform would refuse it as
+	// stale, and ApplyPlan must not find it again.
+	if err := errors.Join(os.Remove(metaFile), os.Remove(file)); err != nil {
+		x.out.note("cannot remove the applied plan: " + err.Error())
+	}
+	return x.keepOutputs(ctx, r.outputs)
+}
+
+// staleness says what changed between a saved plan's record and now, ""
+// when nothing did.
+func staleness(saved, now planMeta, wantDestroy bool) string {
+	var why []string
+	if saved.Destroy != wantDestroy {
+		if saved.Destroy {
+			why = append(why, "it is a destroy plan (apply it with ApplyDestroyPlan)")
+		} else {
+			why = append(why, "it is not a destroy plan (apply it with ApplyPlan)")
+		}
+	}
+	if saved.Plan != now.Plan {
+		why = append(why, "the plan file changed")
+	}
+	if saved.Digest != now.Digest {
+		why = append(why, "the component's files or generated files changed")
+	}
+	if saved.LockFile != now.LockFile {
+		why = append(why, "the dependency lock file changed")
+	}
+	if saved.Engine != now.Engine {
+		why = append(why, fmt.Sprintf("terraform changed (%s, now %s)", saved.Engine, now.Engine))
+	}
+	return strings.Join(why, "; ")
+}
+
+// showPlan is the part of terraform show -json the summary reads.
+type showPlan struct {
+	ResourceChanges []struct {
+		Address string `json:"address"`
+		Change  struct {
+			Actions   []string        `json:"actions"`
+			Importing json.RawMessage `json:"importing"`
+		} `json:"change"`
+	} `json:"resource_changes"`
+	OutputChanges map[string]struct {
+		Change struct {
+			Actions []string `json:"actions"`
+		} `json:"change"`
+	} `json:"output_changes"`
+}
+
+// summarizePlan counts a plan's changes the way terraform's summary line
+// does and lists every resource with an action.
+func summarizePlan(doc []byte) (*PlanSummary, error) {
+	var p showPlan
+	if err := json.Unmarshal(doc, &p); err != nil {
+		return nil, fmt.Errorf("read plan JSON: %w", err)
+	}
+	s := &PlanSummary{Changes: []ResourceChange{}}
+	for _, rc := range p.ResourceChanges {
+		acts := rc.Change.Actions
+		importing := len(rc.Change.Importing) > 0 && string(rc.Change.Importing) != "null"
+		if importing {
+			s.Import++
+		}
+		switch {
+		case slices.Equal(acts, []string{"create"}):
+			s.Add++
+		case slices.Equal(acts, []string{"update"}):
+			s.Change++
+		case slices.Equal(acts, []string{"delete"}):
+			s.Destroy++
+		case slices.Contains(acts, "create") && slices.Contains(acts, "delete"):
+			s.Add++
+			s.Destroy++
+		case !importing:
+			continue // no-op or read: not a change
+		}
+		s.Changes = append(s.Changes, ResourceChange{Address: rc.Address, Actions: acts, Importing: importing})
+	}
+	for _, oc := range p.OutputChanges {
+		if !slices.Equal(oc.Change.Actions, []string{"no-op"}) {
+			s.OutputChanges = true
+		}
+	}
+	slices.SortFunc(s.Changes, func(a, b ResourceChange) int { return strings.Compare(a.Address, b.Address) })
+	return s, nil
+}
+
+func fileSum(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

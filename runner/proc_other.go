@@ -1,0 +1,14 @@
+//go:build !unix
+
+package runner
+
+import (
+	"os"
+	"os/exec"
+)
+
+// setProcAttrs has nothing to set where there are no process groups.
+func setProcAttrs(*exec.Cmd) {}
+
+// interruptProcess kills: Windows has no SIGINT to send to a process.
+func interruptProcess(p *os.Process) error { return p.Kill() }

@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// RetryPolicy says which failures of terraform init and of a predefined
+// command are retried, how often and how long to wait in between. A
+// failure is transient when its message (terraform's error output
+// included) matches one of DefaultTransientErrors or Patterns. Custom
+// steps are not retried: the runner cannot know that they are safe to
+// repeat. State locks are not failures here: they are waited out (see
+// WithLockTimeout).
+type RetryPolicy struct {
+	// Max is how many times a failed attempt is repeated (0: never).
+	Max int
+	// Backoff is the wait before the first retry; each later retry waits
+	// twice as long, up to MaxBackoff.
+	Backoff, MaxBackoff time.Duration
+	// Patterns are added to DefaultTransientErrors.
+	Patterns []*regexp.Regexp
+	// NoDefaults leaves DefaultTransientErrors out: only Patterns count.
+	NoDefaults bool
+}
+
+// DefaultTransientErrors match failures known to be transient: provider
+// API throttling, HTTP 429 and 5xx answers, connection resets and
+// refusals, timeouts of TLS handshakes and of network reads, and
+// temporary DNS failures.
+var DefaultTransientErrors = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)\b(throttl(ed|ing)|rate exceeded|too many requests|request ?limit ?exceeded|slow ?down)\b`),
+	regexp.MustCompile(`\b(429|500|502|503|504)\b[^\n]*\b(Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b`),
+	regexp.MustCompile(`(?i)\b(status|status code|StatusCode|http)[: =]*(429|502|503|504)\b`),
+	regexp.MustCompile(`(?i)connection reset by peer|connection refused|broken pipe|unexpected EOF`),
+	regexp.MustCompile(`(?i)TLS handshake timeout|i/o timeout|net/http: timeout awaiting response headers|context deadline exceeded \(Client\.Timeout`),
+	regexp.MustCompile(`(?i)temporary failure in name resolution`),
+	// Concurrent first inits of the pg backend race creating its table.
+	regexp.MustCompile(`duplicate key value violates unique constraint "pg_type_typname_nsp_index"`),
+}
+
+// DefaultRetry is the policy used without WithRetry: two retries after 5
+// and 10 seconds.
+var DefaultRetry = RetryPolicy{Max: 2, Backoff: 5 * time.Second, MaxBackoff: 30 * time.Second}
+
+func (p RetryPolicy) check() error {
+	switch {
+	case p.Max < 0:
+		return fmt.Errorf("Max %d, want >= 0", p.Max)
+	case p.Backoff < 0 || p.MaxBackoff < 0:
+		return errors.New("negative backoff")
+	}
+	for i, re := range p.Patterns {
+		if re == nil {
+			return fmt.Errorf("pattern %d is nil", i)
+		}
+	}
+	return nil
+}
+
+// transient reports whether err matches the policy's patterns.
+func (p RetryPolicy) transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	if !p.NoDefaults {
+		for _, re := range DefaultTransientErrors {
+			if re.MatchString(msg) {
+				return true
+			}
+		}
+	}
+	for _, re := range p.Patterns {
+		if re.MatchString(msg) {
+			return true
+		}
+	}
+	return false
+}
+
+// wait returns how long to wait before retry n (1-based).
+func (p RetryPolicy) wait(n int) time.Duration {
+	d := p.Backoff
+	for i := 1; i < n; i++ {
+		d *= 2
+		if p.MaxBackoff > 0 && d >= p.MaxBackoff {
+			return p.MaxBackoff
+		}
+	}
+	if p.MaxBackoff > 0 {
+		d = min(d, p.MaxBackoff)
+	}
+	return d
+}
+
+// withRetry runs fn, repeating it after transient failures as the
+// policy says. onRetry is called before each wait with the attempt
+// number (1-based) and the error. The wait ends early when ctx does.
+func (p RetryPolicy) withRetry(ctx context.Context, onRetry func(n int, err error), fn func() error) error {
+	for n := 1; ; n++ {
+		err := fn()
+		if err == nil || n > p.Max || ctx.Err() != nil || !p.transient(err) {
+			return err
+		}
+		onRetry(n, err)
+		t := time.NewTimer(p.wait(n))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}

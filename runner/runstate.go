@@ -1,0 +1,199 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/tfisolate/tfisolate/internal/engine"
+	"github.com/tfisolate/tfisolate/internal/flight"
+	"github.com/tfisolate/tfisolate/internal/queue"
+)
+
+// runState is what the units of one Run share.
+type runState struct {
+	cfg   *config
+	cmd   Command
+	eng   engine.Info
+	units []Unit
+	g     *queue.Graph
+
+	results []Result // results[i] is written by unit i's goroutine, then read by its dependents
+	em      emitter
+	out     *combined
+
+	tmp     string // this Run's private dir: CLI config, module snapshots
+	tmpLock *flock.Flock
+	kill    <-chan struct{}
+
+	flights    flight.Group[setup]       // provider setup, once per requirement set
+	modFlights flight.Group[modSnapshot] // remote modules, once per module key
+}
+
+// runDirPrefix names the private dirs of Runs in the temp dir; a Run
+// holds a flock on its dir's lockName, so dirs whose lock is free belong
+// to runners that died, and the next Run removes them.
+const (
+	runDirPrefix = "tfisolate-run-"
+	runDirLock   = ".lock"
+)
+
+func (r *Runner) newRunState(cmd Command, eng engine.Info, units []Unit, g *queue.Graph) (*runState, error) {
+	sweepRunDirs(r.cfg.logger)
+	tmp, err := os.MkdirTemp("", runDirPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("create run dir: %w", err)
+	}
+	lk := flock.New(filepath.Join(tmp, runDirLock))
+	if err := lk.Lock(); err != nil {
+		return nil, errors.Join(fmt.Errorf("lock run dir: %w", err), os.RemoveAll(tmp))
+	}
+	rs := &runState{cfg: &r.cfg, cmd: cmd, eng: eng, units: units, g: g, tmp: tmp, tmpLock: lk,
+		results: make([]Result, len(units)), em: emitter{fn: r.cfg.events}}
+	if r.cfg.output != nil {
+		rs.out = &combined{w: r.cfg.output}
+	}
+	if r.cfg.stop != nil {
+		rs.kill = r.cfg.stop.Killing()
+	}
+	return rs, nil
+}
+
+func (rs *runState) close() {
+	err := errors.Join(os.RemoveAll(rs.tmp), rs.tmpLock.Unlock())
+	if err != nil {
+		rs.cfg.logger.Warn("cannot remove run dir", "dir", rs.tmp, "err", err)
+	}
+}
+
+// sweepRunDirs removes the private dirs of Runs whose process is gone
+// (their flock is free). A dir without a lock file is only removed when
+// it is old enough that its Run cannot still be starting.
+func sweepRunDirs(log interface{ Debug(string, ...any) }) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), runDirPrefix+"*"))
+	for _, d := range dirs {
+		lp := filepath.Join(d, runDirLock)
+		if _, err := os.Stat(lp); errors.Is(err, os.ErrNotExist) {
+			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
+				_ = os.RemoveAll(d)
+			}
+			continue
+		}
+		lk := flock.New(lp)
+		if ok, err := lk.TryLock(); err == nil && ok {
+			log.Debug("removing the run dir of a runner that is gone", "dir", d)
+			_ = os.RemoveAll(d)
+			_ = lk.Unlock()
+		}
+	}
+}
+
+// emitter serializes event delivery so callbacks never run concurrently.
+type emitter struct {
+	mu sync.Mutex
+	fn func(Event)
+}
+
+func (e *emitter) emit(ev Event) {
+	if e.fn == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ev.Time = time.Now()
+	e.fn(ev)
+}
+
+// run runs the selected units through the queue and returns their
+// results in the units' order.
+func (rs *runState) run(ctx context.Context, sel []bool) []Result {
+	order := make([]int, 0, len(rs.units))
+	for i := range rs.units {
+		order = append(order, i)
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(rs.g.ID(a), rs.g.ID(b)) })
+	for _, i := range order {
+		if sel[i] {
+			rs.results[i] = Result{Unit: rs.g.ID(i), Status: Queued}
+			rs.em.emit(Event{Unit: rs.g.ID(i), Phase: PhaseQueued, Status: Queued})
+		}
+	}
+	// A Stop's second request interrupts running units like a cancelled
+	// context; its first only drains the queue.
+	var watcher sync.WaitGroup
+	defer watcher.Wait()
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var drain <-chan struct{}
+	if s := rs.cfg.stop; s != nil {
+		drain = s.Draining()
+		watcher.Add(1)
+		go func() {
+			defer watcher.Done()
+			select {
+			case <-s.Interrupting():
+				cancel(ErrInterrupted)
+			case <-runCtx.Done():
+			}
+		}()
+	}
+	rs.g.Run(runCtx, sel, rs.cfg.policy(rs.cmd), drain,
+		func(ctx context.Context, i int) error {
+			start := time.Now()
+			res, err := rs.runUnit(ctx, i)
+			res.Unit, res.Started, res.Duration = rs.g.ID(i), true, time.Since(start)
+			rs.results[i] = res
+			return err
+		},
+		func(i int, o queue.Outcome) {
+			res := &rs.results[i]
+			res.Status, res.Err, res.Started = status(o.Status), o.Err, o.Started
+			rs.em.emit(Event{Unit: res.Unit, Phase: PhaseDone, Status: res.Status, Err: res.Err})
+		})
+	out := make([]Result, 0, len(rs.units))
+	for i := range rs.units {
+		if sel[i] {
+			out = append(out, rs.results[i])
+		}
+	}
+	return out
+}
+
+func status(s queue.Status) Status {
+	switch s {
+	case queue.Succeeded:
+		return Succeeded
+	case queue.Failed:
+		return Failed
+	case queue.Skipped:
+		return Skipped
+	case queue.Canceled:
+		return Canceled
+	}
+	return Failed
+}
+
+// depResults returns the results of the units unit i depends on. The
+// queue calls a unit only after the done hook of each unit it waits for
+// returned; in destroy order or with WithIgnoreDependencyOrder it does
+// not wait for its dependencies, so it gets none.
+func (rs *runState) depResults(i int) map[string]Result {
+	out := map[string]Result{}
+	if rs.cmd.reverse || rs.cfg.ignoreOrder {
+		return out
+	}
+	for _, d := range rs.g.Deps(i) {
+		if rs.results[d].Started || rs.results[d].Status != Queued {
+			out[rs.g.ID(d)] = rs.results[d]
+		}
+	}
+	return out
+}

@@ -1,0 +1,321 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// tfProcess runs the terraform commands of one unit. The runner builds
+// their arguments itself rather than through terraform-exec: it needs one
+// process per command (terraform-exec runs `terraform version -json`
+// before the first command of every *tfexec.Terraform), the unit's
+// environment as is (terraform-exec refuses TF_VAR_* and TF_LOG*, which
+// then could not keep terraform's own precedence), and the
+// machine-readable UI of apply for outputs. Custom steps still get a
+// *tfexec.Terraform (see Handle).
+type tfProcess struct {
+	path  string
+	dir   string
+	env   []string
+	grace time.Duration   // SIGINT first, kill after this long
+	kill  <-chan struct{} // closed: kill at once (a Stop's third request)
+	out   *unitOutput
+	// started counts processes, for the report's per-unit figures.
+	started int
+}
+
+// tfRun is what one terraform process left behind.
+type tfRun struct {
+	exitCode int
+	stdout   []byte // captured stdout, when asked for
+	// From the machine-readable UI (-json):
+	outputs map[string]OutputValue
+	changes *changeSummary
+}
+
+// changeSummary is terraform's change_summary message.
+type changeSummary struct {
+	Add       int    `json:"add"`
+	Change    int    `json:"change"`
+	Import    int    `json:"import"`
+	Remove    int    `json:"remove"`
+	Operation string `json:"operation"`
+}
+
+// tfError is a terraform process that failed: its arguments, exit code
+// and what it said about why (stderr, or the error diagnostics of the
+// machine-readable UI).
+type tfError struct {
+	args     []string
+	exitCode int
+	msg      string
+	err      error // the exec error, when the process did not run or was killed
+}
+
+func (e *tfError) Error() string {
+	var b strings.Builder
+	b.WriteString("terraform")
+	if len(e.args) > 0 {
+		b.WriteString(" " + e.args[0])
+	}
+	switch {
+	case e.err != nil:
+		fmt.Fprintf(&b, ": %v", e.err)
+	default:
+		fmt.Fprintf(&b, ": exit status %d", e.exitCode)
+	}
+	if m := strings.TrimSpace(e.msg); m != "" {
+		b.WriteString(": " + m)
+	}
+	return b.String()
+}
+
+func (e *tfError) Unwrap() error { return e.err }
+
+// runOpts shape one run.
+type runOpts struct {
+	// capture keeps stdout (show -json, output -json) instead of logging it.
+	capture bool
+	// jsonUI parses stdout as terraform's machine-readable UI: each
+	// message's text goes to the log, outputs and the change summary are
+	// kept, error diagnostics form the error.
+	jsonUI bool
+	// okCodes are exit codes other than 0 that mean success (plan's
+	// -detailed-exitcode 2).
+	okCodes []int
+	// hold keeps what terraform said about a failure out of the log until
+	// keep says whether to write it (state-lock attempts are summed up in
+	// one line by the caller instead).
+	hold func(err error) bool
+}
+
+// run starts terraform with args in the unit's directory and waits for
+// it. Cancelling ctx sends it SIGINT; it is killed after the grace period,
+// or at once when the kill channel closes.
+func (t *tfProcess) run(ctx context.Context, args []string, o runOpts) (*tfRun, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &tfError{args: args, err: err}
+	}
+	cmd := exec.CommandContext(ctx, t.path, args...)
+	cmd.Dir = t.dir
+	cmd.Env = t.env
+	cmd.Cancel = func() error { return interruptProcess(cmd.Process) }
+	cmd.WaitDelay = t.grace
+	setProcAttrs(cmd)
+
+	held := &lockedBuffer{} // stderr and diagnostics, written to the log after the exit
+	stdout := &bytes.Buffer{}
+	res := &tfRun{}
+	var ui *uiReader
+	var pw *io.PipeWriter
+	var uiDone chan struct{}
+	switch {
+	case o.capture:
+		cmd.Stdout = stdout
+	case o.jsonUI:
+		var pr *io.PipeReader
+		pr, pw = io.Pipe()
+		cmd.Stdout = pw
+		ui = &uiReader{log: t.out.stream(), held: held, res: res}
+		uiDone = make(chan struct{})
+		go func() {
+			defer close(uiDone)
+			ui.read(pr)
+		}()
+	default:
+		cmd.Stdout = t.out.stream()
+	}
+	cmd.Stderr = held
+
+	t.started++
+	err := cmd.Start()
+	if err == nil {
+		stopKill := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-t.kill:
+				_ = cmd.Process.Kill()
+			case <-stopKill:
+			}
+		}()
+		err = cmd.Wait()
+		close(stopKill)
+		wg.Wait()
+	}
+	if pw != nil {
+		_ = pw.Close()
+		<-uiDone
+	}
+	if s, ok := cmd.Stdout.(*lineWriter); ok {
+		s.flush()
+	}
+	res.stdout = stdout.Bytes()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr) && ctx.Err() == nil && exitErr.ExitCode() >= 0:
+		res.exitCode = exitErr.ExitCode()
+		for _, c := range o.okCodes {
+			if c == res.exitCode {
+				err = nil
+			}
+		}
+	}
+	if err != nil {
+		te := &tfError{args: args, exitCode: res.exitCode, msg: held.String()}
+		if ctx.Err() != nil {
+			te.err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		} else if exitErr == nil || exitErr.ExitCode() < 0 {
+			te.err = err
+		}
+		err = te
+	}
+	if held.Len() > 0 && (err == nil || o.hold == nil || o.hold(err)) {
+		w := t.out.stream()
+		_, _ = w.Write(held.Bytes())
+		w.flush()
+	}
+	return res, err
+}
+
+// uiReader reads terraform's machine-readable UI (one JSON message per
+// line): the text of each message goes to the log, error and warning
+// diagnostics are rendered like terraform's own output and held, outputs
+// and the change summary are kept.
+type uiReader struct {
+	log  *lineWriter
+	held io.Writer
+	res  *tfRun
+}
+
+type uiMessage struct {
+	Message    string                     `json:"@message"`
+	Type       string                     `json:"type"`
+	Diagnostic *uiDiagnostic              `json:"diagnostic"`
+	Outputs    map[string]json.RawMessage `json:"outputs"`
+	Changes    *changeSummary             `json:"changes"`
+}
+
+type uiDiagnostic struct {
+	Severity string `json:"severity"`
+	Summary  string `json:"summary"`
+	Detail   string `json:"detail"`
+	Address  string `json:"address"`
+}
+
+type uiOutput struct {
+	Sensitive bool            `json:"sensitive"`
+	Type      json.RawMessage `json:"type"`
+	Value     json.RawMessage `json:"value"`
+}
+
+func (u *uiReader) read(r io.Reader) {
+	defer u.log.flush()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var m uiMessage
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &m) != nil {
+			_, _ = u.log.Write(append(append([]byte(nil), line...), '\n'))
+			continue
+		}
+		switch m.Type {
+		case "diagnostic":
+			if d := m.Diagnostic; d != nil {
+				sev := "Warning"
+				if d.Severity == "error" {
+					sev = "Error"
+				}
+				fmt.Fprintf(u.held, "%s: %s\n", sev, d.Summary)
+				if d.Address != "" {
+					fmt.Fprintf(u.held, "  with %s\n", d.Address)
+				}
+				if d.Detail != "" {
+					fmt.Fprintf(u.held, "\n%s\n", d.Detail)
+				}
+				_, _ = io.WriteString(u.held, "\n")
+				continue
+			}
+		case "outputs":
+			outs := map[string]OutputValue{}
+			for name, raw := range m.Outputs {
+				var o uiOutput
+				if json.Unmarshal(raw, &o) == nil {
+					outs[name] = OutputValue{Value: o.Value, Type: o.Type, Sensitive: o.Sensitive}
+				}
+			}
+			u.res.outputs = outs
+		case "change_summary":
+			u.res.changes = m.Changes
+		}
+		if m.Message != "" {
+			_, _ = u.log.Write([]byte(m.Message + "\n"))
+		}
+	}
+	// A scanner error (a line over 64 MiB) leaves the rest unread; drain
+	// it so terraform never blocks on a full pipe.
+	_, _ = io.Copy(io.Discard, r)
+}
+
+// lockedBuffer is a bytes.Buffer two goroutines write: terraform's
+// stderr and the machine-readable UI's diagnostics.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.buf.Bytes())
+}
+
+// environ turns an environment map into the KEY=VALUE form exec takes,
+// sorted so the order never depends on map iteration.
+func environ(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// exists reports whether p exists.
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
