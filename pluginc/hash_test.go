@@ -10,6 +10,7 @@ import (
 
 // hashDir returns the h1: hash of an unpacked package exactly as Terraform
 // computes it for a package directory, which equals the h1: of its zip.
+// Tests use it as the reference for the cache's own h1Of.
 func hashDir(dir string) (string, error) {
 	h, err := dirhash.HashDir(dir, "", dirhash.Hash1)
 	if err != nil {
