@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // reapLeftovers kills processes still carrying the unit's exact
@@ -24,6 +25,7 @@ func reapLeftovers(dataDir string) []string {
 		return nil
 	}
 	var killed []string
+	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
@@ -33,12 +35,42 @@ func reapLeftovers(dataDir string) []string {
 		if err != nil || !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
 			continue
 		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
-			cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 			killed = append(killed, e.Name()+" "+strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
+			pids = append(pids, pid)
+		}
+	}
+	// SIGKILL is delivered asynchronously: wait until each process is gone
+	// (or a zombie its parent has yet to reap), so that nothing of the
+	// unit is still running once the instance lock is released.
+	deadline := time.Now().Add(reapWait)
+	for _, pid := range pids {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
 		}
 	}
 	return killed
+}
+
+// reapWait bounds the wait for killed processes to disappear; the kernel
+// takes microseconds unless a process is stuck in uninterruptible I/O.
+const reapWait = 10 * time.Second
+
+// alive reports whether pid still runs: it exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may
+	// itself contain spaces or parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	st := b[i+2]
+	return st != 'Z' && st != 'X'
 }
 
 // setDeathSignal makes the kernel kill terraform if the runner's process

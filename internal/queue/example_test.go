@@ -27,7 +27,7 @@ func Example() {
 		return
 	}
 	var f queue.Filter
-	if err := f.Add([]string{"!*/redis-cluster-3"}, false); err != nil {
+	if err := f.Add([]string{"!**/redis-cluster-3"}, false); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -10,11 +10,10 @@ import (
 // Filter selects units by ID with doublestar globs
 // (github.com/bmatcuk/doublestar/v4): "*" and "?" never cross a "/", a
 // "**" path segment crosses any number of them, "[...]" and "{a,b}" work
-// as in the shell. A pattern matches an ID when it matches the whole ID or
-// the part of it after any "/": "*/redis-cluster-3" and "redis-cluster-3"
-// both match "plat-ue2-dev/elasticache/redis-cluster-3", while
-// "plat-ue2-dev/*" matches "plat-ue2-dev/vpc" but not
-// "plat-ue2-dev/elasticache/redis-1" (use "plat-ue2-dev/**" for that).
+// as in the shell. A pattern matches the whole ID: "plat-ue2-dev/*"
+// matches "plat-ue2-dev/vpc" but not "plat-ue2-dev/elasticache/redis-1"
+// (use "plat-ue2-dev/**" for that), and "**/redis-cluster-3" matches
+// "plat-ue2-dev/elasticache/redis-cluster-3" in every stack.
 //
 // A unit is selected when it matches at least one include pattern (or
 // there are none) and no exclude pattern. The zero value selects every
@@ -54,19 +53,8 @@ func (f *Filter) Add(patterns []string, exclude bool) error {
 	return nil
 }
 
-// matches reports whether p matches id or the part of id after any "/".
-func (p pattern) matches(id string) bool {
-	for {
-		if doublestar.MatchUnvalidated(p.glob, id) {
-			return true
-		}
-		slash := strings.IndexByte(id, '/')
-		if slash < 0 {
-			return false
-		}
-		id = id[slash+1:]
-	}
-}
+// matches reports whether p matches the whole of id.
+func (p pattern) matches(id string) bool { return doublestar.MatchUnvalidated(p.glob, id) }
 
 // match reports whether the filter selects id. A nil filter selects all.
 func (f *Filter) match(id string) bool {

@@ -37,11 +37,10 @@ func TestFilterMatch(t *testing.T) {
 	}{
 		{"zero value selects all", nil, nil, stackIDs},
 		{
-			// The README example: the exclude reaches the instance one
-			// level below the stack, because a pattern also matches the
-			// part of an ID after any "/".
+			// The README example: "**/" reaches the instance below the
+			// stack in every stack.
 			"readme example",
-			[]string{"plat-*/elasticache/*", "!*/redis-cluster-3"}, nil,
+			[]string{"plat-*/elasticache/*", "!**/redis-cluster-3"}, nil,
 			[]string{"plat-ue2-dev/elasticache/redis-cluster-1", "plat-ue2-dev/elasticache/redis-cluster-2"},
 		},
 		{
@@ -65,18 +64,13 @@ func TestFilterMatch(t *testing.T) {
 			nil,
 		},
 		{
-			"suffix match by last segment",
-			[]string{"redis-cluster-3"}, nil,
-			[]string{"plat-ue2-dev/elasticache/redis-cluster-3", "plat-ue2-prod/elasticache/redis-cluster-3"},
-		},
-		{
-			"suffix match never starts mid-segment",
-			[]string{"cluster-3"}, nil,
+			"a pattern matches the whole ID, never a part of it",
+			[]string{"redis-cluster-3", "elasticache/*", "*/redis-cluster-3"}, nil,
 			nil,
 		},
 		{
 			"instance path in every stack",
-			[]string{"elasticache/*"}, nil,
+			[]string{"*/elasticache/*"}, nil,
 			[]string{"plat-ue2-dev/elasticache/redis-cluster-1", "plat-ue2-dev/elasticache/redis-cluster-2", "plat-ue2-dev/elasticache/redis-cluster-3", "plat-ue2-prod/elasticache/redis-cluster-3"},
 		},
 		{

@@ -235,16 +235,10 @@ func fuzzProblem(ids []string, deps [][]string) error {
 	return nil
 }
 
-// fuzzMatch is the filter's matching rule: the glob matches the whole ID
-// or the segments after any "/".
+// fuzzMatch is the filter's matching rule: the glob matches the whole ID.
 func fuzzMatch(glob, id string) bool {
-	segs := strings.Split(id, "/")
-	for k := range segs {
-		if m, _ := doublestar.Match(glob, strings.Join(segs[k:], "/")); m {
-			return true
-		}
-	}
-	return false
+	m, _ := doublestar.Match(glob, id)
+	return m
 }
 
 // fuzzSelected is the filter's selection rule.
