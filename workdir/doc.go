@@ -15,41 +15,94 @@
 //
 // ID (see the ID function) is derived from the stack and the full instance
 // path. Under src/ the component and every module it reaches through local
-// sources ("./x", "../../modules/redis", recursively, found with
-// terraform-config-inspect) are copied at the same positions relative to
-// their common ancestor, so relative module sources resolve. Workdir.Dir is
-// the component inside that layout.
+// sources are copied at the same positions relative to their common
+// ancestor, so relative module sources resolve. Local sources are found the
+// way terraform finds them (internal/modtree: a source is local exactly when
+// it starts with "./" or "../"; calls are followed recursively, paths joined
+// lexically as terraform does; parse errors and missing directories are
+// left for terraform to report, what parsed is still followed). Workdir.Dir
+// is the component inside that layout.
 //
 // Guarantees:
 //
-//   - The source tree is only read. Files are cloned copy-on-write (FICLONE)
-//     where the filesystem supports it and copied otherwise; never hard-linked.
+//   - The source tree is only read (DESIGN invariant 1). Files are cloned
+//     copy-on-write (FICLONE) where the filesystem supports it and copied
+//     otherwise; never hard-linked. A source that contains the root, or lies
+//     inside it, is refused, with paths compared both as given and with
+//     symlinks resolved; a root reached through a symlink inside a local
+//     module's directory is never entered.
+//   - One instance, one home (invariant 2): see ID.
 //   - Prepare holds an exclusive flock on the instance until Workdir.Close,
-//     across goroutines and processes, waiting under the caller's context. A
-//     wait that ends returns a *LockedError naming the holder.
+//     across goroutines and processes, waiting under the caller's context
+//     (invariant 3). A wait that ends returns a *LockedError naming the
+//     holder; a wait that succeeds is reported in Workdir.LockWait and
+//     Workdir.Holder.
 //   - A new home is built in ROOT/.tmp and renamed into place. A refresh
 //     replaces each changed file by rename and deletes files the source no
 //     longer has, between an "incomplete" stamp written first and a complete
 //     stamp written last (after a syncfs), so a process killed at any point
 //     leaves a home the next Prepare finishes. An unchanged source costs one
 //     hash of the source set and no copy.
-//   - Instance-owned data survives every refresh: the data dir,
-//     terraform.tfstate* and terraform.tfstate.d/, *.tfplan plan files, a
-//     .terraform directory, and the instance's .terraform.lock.hcl. A lock
-//     file in the component's source seeds the instance's, and replaces it
-//     again only when the source's lock file changes. Nothing outside the
-//     files a previous build copied or generated is ever deleted.
+//   - The stamp describes what was written: each copied file's digest is
+//     taken from the copy, so a source file that changes while it is copied
+//     (and changes back later) is copied again by the next Prepare.
+//   - Instance-owned data survives every refresh (invariants 4 and 13): the
+//     data dir; every state-like file (terraform.tfstate*, any *.tfstate
+//     and its .backup and other derivatives, terraform.tfstate.d/, and the
+//     local backend's path and workspace_dir as configured in the source or
+//     the generated files); *.tfplan plan files; a .terraform directory;
+//     and anything else in the workdir that no build copied or generated.
+//     Nothing outside the files a previous build copied or generated is
+//     ever deleted, and state-like files are not deleted even where an
+//     older version once copied them.
+//   - When the layout changes (the component starts or stops calling a
+//     local module outside its own directory, so Workdir.Dir moves), all of
+//     the instance's data at the component's old position moves with it, by
+//     rename, including state the local backend keeps outside the component
+//     directory ("../state/x.tfstate"). Nothing is overwritten: data that
+//     would replace something at the new position stops Prepare with an
+//     error wrapping ErrLeftBehind naming both paths, and the next Prepare
+//     tries again.
+//   - The dependency lock file follows the source's: the component's
+//     .terraform.lock.hcl in the source seeds the instance's, replaces it
+//     again when the source's changes, and when the source drops its lock
+//     file, the instance's lock file goes too. A lock file written while
+//     the source had none (by terraform init or the caller) is the
+//     instance's own and survives every refresh.
 //   - Generated files (Spec.Files) are written atomically into Workdir.Dir;
 //     names that escape it or would overwrite instance-owned data are refused.
 //   - Bad input is refused before anything is written, with an *InputError
-//     (wrapping ErrInvalid) that names the input.
+//     (wrapping ErrInvalid) that names the input (invariant 9). Check makes
+//     every such check without writing or locking; Prepare starts with it.
+//   - New refuses an invalid option with an *InputError naming it;
+//     WithLogger(nil) means discard.
+//   - Nothing blocks forever: only regular files are ever opened (a FIFO,
+//     socket or device in the source is skipped and logged; files are opened
+//     non-blocking), and the context is checked between files and between
+//     reads while the source is hashed and copied.
+//   - Remove refuses, without force, while any state-like file in the
+//     workdir records resources (a backup included: an emptied
+//     terraform.tfstate beside a backup with resources still counts), and
+//     names the files.
+//   - Workdir.Digest identifies exactly what was materialized (files copied
+//     from the source as written, the seeded lock file, generated files):
+//     equal across Prepares if and only if terraform is given the same
+//     configuration.
 //
-// Source files named terraform.tfstate*, *.tfplan, .terraform.lock.hcl (other
-// than the component's own), and directories named .terraform, .git and
-// terraform.tfstate.d are not part of the source set. Symlinks to files are
-// materialized as their content. Symlinks to directories inside the source
-// set are skipped; a symlinked component or module directory itself is
-// followed.
+// The source set: directories named .terraform, .git and
+// terraform.tfstate.d, state-like files, *.tfplan files, lock files other
+// than the component's own, and anything that is not a regular file are
+// never copied; state-like files found in the source are named in one Info
+// log record per Prepare. Symlinks are followed: a linked file is
+// materialized as its content, a linked directory (a module directory that
+// is a link, or a modules -> ../shared-modules link) as a real directory at
+// the link's position, so terraform resolves it in the workdir exactly as
+// in the source. A link that leads back to a directory on its own path (a
+// loop) or into the root is not followed, and is logged.
+//
+// Not seen: settings given to terraform outside the configuration files,
+// such as -backend-config path=... or a -state flag; local state kept there
+// is the caller's to place.
 //
 // Durability: the files of a build are flushed with one syncfs(2) (sync(2)
 // outside Linux) before the complete stamp is written, so a power loss

@@ -2,9 +2,11 @@ package workdir_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/tfisolate/tfisolate/workdir"
 )
@@ -58,4 +60,31 @@ func ExampleManager_Prepare() {
 	// backend.tf.json
 	// main.tf
 	// true
+}
+
+func ExampleManager_Check() {
+	tmp, _ := os.MkdirTemp("", "workdir-example-")
+	defer os.RemoveAll(tmp)
+	src := filepath.Join(tmp, "components", "elasticache")
+	_ = os.MkdirAll(src, 0o755)
+
+	m, err := workdir.New(filepath.Join(tmp, "work"))
+	if err != nil {
+		panic(err)
+	}
+	// Check every instance before starting any: no lock, no writes.
+	for _, s := range []workdir.Spec{
+		{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-1", Source: src},
+		{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-2", Source: filepath.Join(tmp, "missing")},
+	} {
+		id, err := m.Check(s)
+		if err != nil {
+			fmt.Println(errors.Is(err, workdir.ErrInvalid), strings.Contains(err.Error(), "does not exist"))
+			continue
+		}
+		fmt.Println(id)
+	}
+	// Output:
+	// plat-ue2-dev__elasticache_redis-cluster-1-e5e8a3189646
+	// true true
 }

@@ -15,9 +15,11 @@ import (
 )
 
 // Remove deletes an instance's workdir under its lock (waiting under ctx).
-// Unless force is set it refuses, with an error wrapping ErrHasState, when
-// any local state file in the workdir still records resources: deleting it
-// would orphan real infrastructure. The lock file itself is kept, because
+// Unless force is set it refuses, with an error wrapping ErrHasState and
+// naming the files, when any state-like file in the workdir (see the
+// package doc; backups and the local backend's path and workspace_dir
+// included) still records resources: deleting it would orphan real
+// infrastructure. The lock file itself is kept, because
 // another process may be waiting on it. Removing an instance that has no
 // workdir is not an error.
 //
