@@ -1,6 +1,7 @@
 package pluginc
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,6 +91,16 @@ func FuzzLockFile(f *testing.F) {
 		}
 		if got := LockFile(again); string(got) != string(out) {
 			t.Fatalf("lock file does not round-trip:\n%s\n---\n%s", out, got)
+		}
+		// Valid hashes are written exactly; anything else is left out.
+		for _, h := range []string{h1, h2} {
+			found := false
+			for _, l := range locks {
+				found = found || slices.Contains(l.Hashes, h)
+			}
+			if found != validHash(h) {
+				t.Fatalf("hash %q (valid: %v) in the parsed lock file: %v\n%s", h, validHash(h), found, out)
+			}
 		}
 	})
 }

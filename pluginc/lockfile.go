@@ -2,6 +2,7 @@ package pluginc
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 
 	"github.com/hashicorp/hcl/v2"
@@ -17,7 +18,10 @@ import (
 // are any) and the union of all hashes of that provider's packages, sorted
 // (so h1: before zh:). Packages of several platforms of one provider merge
 // into one block; they must share one version, and if they do not the
-// newest version's packages win.
+// newest version's packages win. Strings in Hashes that are not lock file
+// hashes (see ParseLockFile) are left out: they could not be read back as
+// written (HCL normalizes Unicode and replaces invalid UTF-8), and
+// Terraform would refuse them.
 func LockFile(pkgs []Package) []byte {
 	type entry struct {
 		p           Provider
@@ -42,7 +46,11 @@ func LockFile(pkgs []Package) []byte {
 		if pkg.Constraints != "" {
 			e.constraints = pkg.Constraints
 		}
-		e.hashes = append(e.hashes, pkg.Hashes...)
+		for _, h := range pkg.Hashes {
+			if validHash(h) {
+				e.hashes = append(e.hashes, h)
+			}
+		}
 	}
 	entries := make([]*entry, 0, len(byProvider))
 	for _, e := range byProvider {
@@ -94,6 +102,13 @@ func hashTokens(hs []string) hclwrite.Tokens {
 	return append(toks, &hclwrite.Token{Type: hclsyntax.TokenCBrack, Bytes: []byte("]")})
 }
 
+// hashRE is the form of a lock file hash: a scheme (h1, zh, ...), a colon
+// and a value in printable ASCII without spaces (base64 or hex in every
+// hash Terraform writes).
+var hashRE = regexp.MustCompile(`^[a-z0-9]+:[!-~]+$`)
+
+func validHash(h string) bool { return hashRE.MatchString(h) }
+
 func newer(a, b string) bool {
 	va, err1 := parseVersion(a)
 	vb, err2 := parseVersion(b)
@@ -128,7 +143,9 @@ type lockFileBody struct {
 }
 
 // ParseLockFile parses .terraform.lock.hcl content. Errors wrap
-// ErrInvalidLockFile and say what is wrong where.
+// ErrInvalidLockFile and say what is wrong where. Every hash must be
+// SCHEME:VALUE, the scheme lower-case letters and digits, the value
+// printable ASCII without spaces.
 func ParseLockFile(src []byte) ([]Lock, error) {
 	f, diags := hclsyntax.ParseConfig(src, ".terraform.lock.hcl", hcl.InitialPos)
 	if diags.HasErrors() {
@@ -151,6 +168,11 @@ func ParseLockFile(src []byte) ([]Lock, error) {
 		seen[p] = true
 		if _, err := parseVersion(b.Version); err != nil {
 			return nil, fmt.Errorf("%w: provider %s: version %q: %v", ErrInvalidLockFile, p, b.Version, err)
+		}
+		for _, h := range b.Hashes {
+			if !validHash(h) {
+				return nil, fmt.Errorf("%w: provider %s: hash %q is not SCHEME:VALUE in printable ASCII", ErrInvalidLockFile, p, h)
+			}
 		}
 		l := Lock{Provider: p, Version: b.Version, Hashes: b.Hashes}
 		if b.Constraints != nil {

@@ -56,6 +56,8 @@ func TestParseLockFileErrors(t *testing.T) {
 		"no version":  "provider \"example.test/a/b\" {\n}\n",
 		"bad version": "provider \"example.test/a/b\" {\n version = \"x\"\n}\n",
 		"bad constr":  "provider \"example.test/a/b\" {\n version = \"1.0.0\"\n constraints = \"^1\"\n}\n",
+		"bad hash":    "provider \"example.test/a/b\" {\n version = \"1.0.0\"\n hashes = [\"h1:a b\"]\n}\n",
+		"no scheme":   "provider \"example.test/a/b\" {\n version = \"1.0.0\"\n hashes = [\"abc\"]\n}\n",
 		"twice":       "provider \"example.test/a/b\" {\n version = \"1.0.0\"\n}\nprovider \"example.test/a/b\" {\n version = \"1.0.0\"\n}\n",
 	} {
 		_, err := ParseLockFile([]byte(src))
