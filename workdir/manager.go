@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
 const (
@@ -136,7 +139,8 @@ func (m *Manager) Home(stack, instance string) (string, error) {
 // directory, that the source and the manager's root do not lie inside one
 // another (symlinks resolved on both sides), and that every generated
 // file name is a clean relative path that does not touch instance-owned
-// data. A bad Spec gives an *InputError (wrapping ErrInvalid) naming the
+// data (state-like names, the data dir, and the local backend's path and
+// workspace_dir as the source and the generated files configure them). A bad Spec gives an *InputError (wrapping ErrInvalid) naming the
 // field and value.
 //
 // Generated names that only conflict with the source's content (a name
@@ -169,6 +173,23 @@ func (m *Manager) check(s Spec) (*checked, error) {
 	}
 	if c.files, err = checkFiles(s.Files); err != nil {
 		return c, err
+	}
+	// A generated file at the local backend's state path would replace the
+	// instance's state on every Prepare.
+	if len(c.files) > 0 {
+		overlay := map[string][]byte{}
+		for _, g := range c.files {
+			if !strings.Contains(g.name, "/") {
+				overlay[g.name] = g.data
+			}
+		}
+		b, _ := modtree.ReadBackend(c.source, overlay) // unreadable: terraform reports it
+		owned := statePathsOf(b, ".")
+		for _, g := range c.files {
+			if owned.has(g.name) {
+				return c, invalid("file", g.name, "is where the local backend keeps the instance's state")
+			}
+		}
 	}
 	return c, nil
 }

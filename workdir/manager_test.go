@@ -29,6 +29,14 @@ func TestCheck(t *testing.T) {
 		{"file source", Spec{Stack: "s", Instance: "i", Source: file}, "source", file},
 		{"dotdot file", Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{"../x.tf": nil}}, "file", "../x.tf"},
 		{"state file", Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{"prod.tfstate": nil}}, "file", "prod.tfstate"},
+		{"backend path", Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{
+			"backend.tf.json":    []byte(`{"terraform": {"backend": {"local": {"path": "state/current.json", "workspace_dir": "envs"}}}}`),
+			"state/current.json": nil,
+		}}, "file", "state/current.json"},
+		{"backend workspace dir", Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{
+			"backend.tf.json": []byte(`{"terraform": {"backend": {"local": {"workspace_dir": "envs"}}}}`),
+			"envs/x.json":     nil,
+		}}, "file", "envs/x.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newManager(t)
