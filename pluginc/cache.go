@@ -177,7 +177,10 @@ func (c *Cache) Stats() Stats {
 // configured platform and returns the packages, requirement by requirement
 // and platform by platform within each. Each package is downloaded at most
 // once however many goroutines and processes ask for it at once; a caller
-// that finds another one installing waits for it and gets the result.
+// that finds another one installing waits for it and gets the result. A
+// package already in the cache is checked against its install record and
+// reinstalled from its source if it no longer matches (see the package
+// documentation).
 func (c *Cache) Ensure(ctx context.Context, reqs ...Requirement) ([]Package, error) {
 	type plan struct {
 		cs     constraints

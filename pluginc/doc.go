@@ -21,13 +21,59 @@
 //     holding that package's lock (so never a live process's files).
 //   - Each package is downloaded at most once per cache directory however
 //     many goroutines and processes ask for it at once: callers in one
-//     process share one attempt (singleflight), processes take a per-package
-//     flock in DIR/.pluginc/locks (lock files are never deleted), and
-//     whoever waited gets the finished package.
+//     process share one attempt (the first caller installs in its own
+//     goroutine; the others wait with their own context, leave as soon as
+//     it ends, and take over if the installing caller's context ends
+//     first), processes take a per-package flock in DIR/.pluginc/locks
+//     (lock files are never deleted), and whoever waited gets the finished
+//     package. Version lists are shared the same way.
 //   - Nothing unverified enters the cache: every failure (bad checksum,
-//     bad signature, truncated body, HTTP error) is an *InstallError naming
-//     the provider, version, platform and URL, wrapping a sentinel from
-//     errors.go.
+//     bad signature, truncated body, HTTP error, timeout) is an
+//     *InstallError naming the provider, version, platform and URL,
+//     wrapping a sentinel from errors.go.
+//   - Trust never comes from the bytes on disk alone. Each install writes
+//     a record (DIR/.pluginc/meta/.../OS_ARCH.json, before the package is
+//     renamed into place) of what was verified: the package's h1:, the
+//     zh: of its zip as checked against the source, the lock file hashes,
+//     and every file's path, size, mode, SHA-256 and stamp (inode, mtime
+//     and ctime where the platform has them). Every Ensure compares the
+//     entry with its record without reading a file. If only stamps differ
+//     (a copy, a restore, a touch), the files are hashed under the
+//     package's flock and, if names, sizes, modes and SHA-256 all match,
+//     the record takes the new stamps. Anything else (a file deleted,
+//     added, truncated, replaced or chmodded; a record missing, as after a
+//     cache restore that skipped hidden files, or unreadable) gets the
+//     entry removed and installed afresh from its source under the flock,
+//     verified like a first install, and counted in Stats.Repairs (and
+//     Stats.Downloads). If that fails, the error wraps ErrDamagedEntry and
+//     names the entry and what differed. Ensure never hands out a damaged
+//     entry, and once it has seen one the entry is gone, so CLIConfig no
+//     longer points Terraform at it. A Package's hashes, and so LockFile, come only from a verified install.
+//   - Nothing blocks without a deadline. Every HTTP request attempt runs
+//     under a watchdog of the cache's own, so the bounds hold with any
+//     client given to WithHTTPClient (even one without timeouts) and a
+//     context without a deadline: getting a connection (dial and TLS) is
+//     bounded by WithConnectTimeout (default 30s), the wait for response
+//     headers once connected by WithHeaderTimeout (60s), and a response
+//     body that delivers no byte for WithBodyIdleTimeout (60s) is cut (a
+//     slow body that keeps moving never is). Such errors wrap ErrDownload
+//     and ErrTimeout and name the URL and the timeout. Connection errors,
+//     timeouts, bodies cut short, 429 and 5xx other than 501 are retried
+//     (WithRetries, default 4) with exponential backoff from 1s to 30s
+//     (WithRetryWait); a Retry-After on a 429 or 503 is honoured, and one
+//     longer than the backoff maximum fails the request at once, saying
+//     how long the server asked for. Other statuses are not retried.
+//     Retries are logged (Info) and counted in Stats.Retries. Waiting for
+//     another process's package lock is bounded by the caller's context;
+//     what the holder does under it is bounded by these same limits.
+//   - Limits fail loudly: a document (JSON, SHA256SUMS, signature) larger
+//     than MaxDocumentSize (8 MiB) is an error naming the URL and the
+//     limit, never silently cut; an archive that unpacks to more than
+//     WithMaxUnpackedSize (default 2 GiB), or with two entries for one
+//     file, is refused with ErrBadPackage naming the archive (and the
+//     entry); a failed write (a full disk) is reported as the write error
+//     (errors.Is(err, syscall.ENOSPC)), not as a bad download, and is not
+//     retried.
 //   - Version selection follows Terraform: the newest version satisfying
 //     every constraint, pre-releases only when named exactly, a locked
 //     version honoured as is and, given the lock file's hashes, a package
@@ -37,4 +83,8 @@
 //     are fetched once per Cache.
 //   - CLIConfig never uses plugin_cache_dir, whose writes are not safe
 //     under concurrency.
+//   - Lock file hashes are SCHEME:VALUE in printable ASCII, as Terraform
+//     writes them: ParseLockFile refuses anything else by name, and
+//     LockFile leaves such strings out, so its output always parses back
+//     to the same bytes.
 package pluginc

@@ -21,14 +21,16 @@ func (f optionFunc) apply(c *config) error { return f(c) }
 
 // Defaults of the network and size limits; see the With* option of each.
 const (
-	DefaultConnectTimeout   = 30 * time.Second
-	DefaultHeaderTimeout    = 60 * time.Second
-	DefaultBodyIdleTimeout  = 60 * time.Second
-	DefaultRetries          = 4
-	DefaultRetryWaitMin     = 1 * time.Second
-	DefaultRetryWaitMax     = 30 * time.Second
-	DefaultMaxUnpackedSize  = 2 << 30 // 2 GiB
-	DefaultMaxDocumentBytes = 8 << 20 // 8 MiB: JSON, SHA256SUMS, signatures
+	DefaultConnectTimeout  = 30 * time.Second
+	DefaultHeaderTimeout   = 60 * time.Second
+	DefaultBodyIdleTimeout = 60 * time.Second
+	DefaultRetries         = 4
+	DefaultRetryWaitMin    = 1 * time.Second
+	DefaultRetryWaitMax    = 30 * time.Second
+	DefaultMaxUnpackedSize = 2 << 30 // 2 GiB
+	// MaxDocumentSize is the largest document (registry JSON, SHA256SUMS,
+	// signature) the cache reads; a larger one is an error.
+	MaxDocumentSize = 8 << 20 // 8 MiB
 )
 
 type config struct {
@@ -54,7 +56,7 @@ func defaultConfig() config {
 		net: netLimits{
 			connect: DefaultConnectTimeout, header: DefaultHeaderTimeout, idle: DefaultBodyIdleTimeout,
 			retries: DefaultRetries, waitMin: DefaultRetryWaitMin, waitMax: DefaultRetryWaitMax,
-			maxDoc: DefaultMaxDocumentBytes,
+			maxDoc: MaxDocumentSize,
 		},
 		maxUnpack: DefaultMaxUnpackedSize,
 	}
