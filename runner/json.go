@@ -52,6 +52,7 @@ type jsonResult struct {
 	Duration     float64                    `json:"duration_seconds"`
 	LockWait     float64                    `json:"lock_wait_seconds"`
 	StateLock    *jsonStateLock             `json:"state_lock,omitempty"`
+	Recovered    []jsonStateLock            `json:"recovered_locks,omitempty"`
 	InstanceLock *workdir.Holder            `json:"instance_lock,omitempty"`
 	Retries      int                        `json:"retries"`
 	InitSkipped  bool                       `json:"init_skipped"`
@@ -102,6 +103,7 @@ type jsonOutputValue struct {
 //	 "started": true, "duration_seconds": 12.5, "lock_wait_seconds": 3.2,
 //	 "state_lock": {"id": "...", "path": "...", "operation": "OperationTypeApply",
 //	   "who": "user@host", "version": "1.11.4", "created": "...", "info": ""},
+//	 "recovered_locks": [{"id": "...", ...}],
 //	 "instance_lock": {"pid": 4242, "host": "ci-7", "since": "..."},
 //	 "retries": 1, "init_skipped": false, "has_changes": true,
 //	 "plan": {"file": "...", "json_file": "...", "destroy_plan": false,
@@ -112,8 +114,8 @@ type jsonOutputValue struct {
 //	   "password": {"sensitive": true}},
 //	 "data": ..., "log": "/path/to/unit.log"}
 //
-// error, state_lock, instance_lock, plan, outputs, data and log are left
-// out when empty.
+// error, state_lock, recovered_locks, instance_lock, plan, outputs, data
+// and log are left out when empty.
 func (r Result) MarshalJSON() ([]byte, error) {
 	j := jsonResult{
 		Unit: r.Unit, Status: r.Status, Error: errString(r.Err), Started: r.Started,
@@ -123,6 +125,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}
 	if l := r.StateLock; l != nil {
 		j.StateLock = &jsonStateLock{ID: l.ID, Path: l.Path, Operation: l.Operation, Who: l.Who, Version: l.Version, Created: l.Created, Info: l.Info}
+	}
+	for _, l := range r.RecoveredLocks {
+		j.Recovered = append(j.Recovered, jsonStateLock(l))
 	}
 	if p := r.Plan; p != nil {
 		j.Plan = &jsonPlan{File: p.File, JSONFile: p.JSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,
@@ -157,6 +162,9 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	}
 	if l := j.StateLock; l != nil {
 		r.StateLock = &StateLock{ID: l.ID, Path: l.Path, Operation: l.Operation, Who: l.Who, Version: l.Version, Created: l.Created, Info: l.Info}
+	}
+	for _, l := range j.Recovered {
+		r.RecoveredLocks = append(r.RecoveredLocks, StateLock(l))
 	}
 	if p := j.Plan; p != nil {
 		r.Plan = &PlanSummary{File: p.File, JSONFile: p.JSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,

@@ -12,7 +12,12 @@ import (
 // else, on every backend.
 const stateLockMarker = "Error acquiring the state lock"
 
-var lockFieldRe = regexp.MustCompile(`(?m)^\s*(ID|Path|Operation|Who|Version|Created|Info):[ \t]*(.*?)\s*$`)
+var (
+	lockFieldRe = regexp.MustCompile(`(?m)^\s*(ID|Path|Operation|Who|Version|Created|Info):[ \t]*(.*?)\s*$`)
+	// heldIDRe is how backends that print the requester's lock info
+	// (http) name the holder: only by ID.
+	heldIDRe = regexp.MustCompile(`already locked: ID=(\S+)`)
+)
 
 // createdLayout is how terraform prints a lock's creation time (Go's
 // time.Time.String).
@@ -55,6 +60,29 @@ func parseStateLock(msg string) *StateLock {
 	return l
 }
 
+// lockHolder reads who holds the lock from terraform's lock error. Some
+// backends print the lock info of the failed attempt itself, not the
+// holder's: the http backend names the holder only as "ID=...", and the
+// pg backend not at all. An info block that is this attempt's own (its
+// ID is not the holder's, or it was created by this user on this host
+// after the attempt began) is not taken for the holder's.
+func lockHolder(msg string, attempt time.Time) *StateLock {
+	l := parseStateLock(msg)
+	if m := heldIDRe.FindStringSubmatch(msg); m != nil {
+		if l == nil || l.ID != m[1] {
+			return &StateLock{ID: m[1]}
+		}
+		return l
+	}
+	if l != nil {
+		who, _ := lockWho()
+		if l.Who == who && !l.Created.Before(attempt) {
+			return nil // our own attempt's info
+		}
+	}
+	return l
+}
+
 // lockBackoff bounds each attempt's -lock-timeout after the first.
 const (
 	lockFirstStep = 500 * time.Millisecond
@@ -92,8 +120,12 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 		}
 		// A later attempt may catch the lock between holders, when
 		// terraform cannot read who holds it; keep the last known holder.
-		if h := parseStateLock(err.Error()); h != nil || x.res.StateLock == nil {
+		h := lockHolder(err.Error(), start)
+		if h != nil {
 			x.res.StateLock = h
+		}
+		if x.rs.cfg.recoverLocks && h != nil && x.recoverLock(ctx, h) {
+			continue // unlocked a lock this SDK's crashed run left: try again at once
 		}
 		waited := time.Since(waitedFrom)
 		remaining := x.rs.cfg.lockTimeout - waited
@@ -116,12 +148,40 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 func (x *unitRun) staleLockError(waited time.Duration, cause error) error {
 	l := x.res.StateLock
 	if l == nil {
-		return fmt.Errorf("%w by an unknown holder; gave up after %s: %w", ErrStateLocked, waited.Round(time.Second), cause)
+		return fmt.Errorf("%w by a holder the backend does not name; gave up after %s: %w", ErrStateLocked, waited.Round(time.Second), cause)
+	}
+	if l.Created.IsZero() {
+		return fmt.Errorf("%w by lock %s (the backend does not say who holds it or since when); gave up after %s. If that run is gone the lock is stale: release it with runner.ForceUnlock(ctx, unit, %q) or "+"`%s force-unlock %s`"+" in %s: %w",
+			ErrStateLocked, l.ID, waited.Round(time.Second), l.ID, x.rs.eng.Kind, l.ID, x.dir, cause)
 	}
 	age := ""
 	if !l.Created.IsZero() {
 		age = fmt.Sprintf(", created %s (%s ago)", l.Created.UTC().Format(time.RFC3339), time.Since(l.Created).Round(time.Second))
 	}
-	return fmt.Errorf("%w by %s%s; gave up after %s. If that run is gone the lock is stale: release it with runner.ForceUnlock(ctx, unit, %q) or `%s force-unlock %s` in %s: %w",
+	return fmt.Errorf("%w by %s%s; gave up after %s. If that run is gone the lock may be stale: release it with runner.ForceUnlock(ctx, unit, %q) or `%s force-unlock %s` in %s: %w",
 		ErrStateLocked, l, age, waited.Round(time.Second), l.ID, x.rs.eng.Kind, l.ID, x.dir, cause)
+}
+
+// recoverLock force-unlocks l when the instance's journal proves that one
+// of this SDK's own runs of this instance left it: that run never
+// finished (its process is gone: this run holds the instance lock), and
+// l was taken by the same user on the same host while that run was under
+// way. It reports whether the lock was released.
+func (x *unitRun) recoverLock(ctx context.Context, l *StateLock) bool {
+	c := leftBy(l, x.crashed)
+	if c == nil || x.unlocked[l.ID] {
+		return false
+	}
+	if x.unlocked == nil {
+		x.unlocked = map[string]bool{}
+	}
+	x.unlocked[l.ID] = true
+	x.out.note(fmt.Sprintf("state lock %s was left by this instance's run of pid %d (%s, started %s), which never finished; releasing it",
+		l.ID, c.PID, c.Command, c.Started.UTC().Format(time.RFC3339)))
+	if _, err := x.tf.run(ctx, forceUnlockArgs(l.ID), runOpts{}); err != nil {
+		x.out.note("could not release it: " + firstLine(err))
+		return false
+	}
+	x.res.RecoveredLocks = append(x.res.RecoveredLocks, *l)
+	return true
 }

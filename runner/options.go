@@ -49,16 +49,17 @@ type config struct {
 	events       func(Event)
 	logger       *slog.Logger
 
-	workdirs    *workdir.Manager
-	cache       *pluginc.Cache
-	tfPath      string
-	finder      func(ctx context.Context) (string, error)
-	lockTimeout time.Duration
-	output      io.Writer
-	logDir      string
-	grace       time.Duration
-	retry       RetryPolicy
-	stop        *Stop
+	workdirs     *workdir.Manager
+	cache        *pluginc.Cache
+	tfPath       string
+	finder       func(ctx context.Context) (string, error)
+	lockTimeout  time.Duration
+	output       io.Writer
+	logDir       string
+	grace        time.Duration
+	retry        RetryPolicy
+	stop         *Stop
+	recoverLocks bool
 }
 
 // WithParallelism sets how many units may run at once (n >= 1).
@@ -267,4 +268,22 @@ func WithStop(s *Stop) Option {
 		c.stop = s
 		return nil
 	})
+}
+
+// WithStaleLockRecovery lets a unit release a state lock that its own
+// instance's earlier run left behind when that run crashed (or its
+// terraform had to be killed), instead of waiting it out and failing.
+// The proof comes from a journal each run keeps in the instance's data
+// dir under the instance lock: the earlier run never finished (its
+// process is gone, since this run holds the instance lock), and the
+// lock's holder (user@host) and creation time, as terraform reports
+// them, fall inside that run. A lock that cannot be proven so is waited
+// for as usual. Residual risk: another terraform run by the same user
+// on the same host, outside this SDK, that locked the same state during
+// the crashed run's lifetime and still holds it, would be unlocked; and
+// backends that do not report the holder (terraform's http and pg
+// backends print only an ID or nothing) are never recovered.
+// Recovered locks are listed in Result.RecoveredLocks.
+func WithStaleLockRecovery() Option {
+	return optionFunc(func(c *config) error { c.recoverLocks = true; return nil })
 }

@@ -35,7 +35,9 @@ type unitRun struct {
 	out  *unitOutput
 	env  map[string]string
 	tf   *tfProcess
-	init initRecord // what the last init (skipped or run) depended on
+
+	crashed  []journalRun   // earlier runs of this instance that never finished
+	unlocked map[string]bool // state locks this run released as left by them
 }
 
 func (x *unitRun) emit(p Phase) {
@@ -79,6 +81,20 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 		return res, err
 	}
 	defer func() { err = errors.Join(err, logFile.Close()) }()
+	if x.crashed, err = beginJournal(w.DataDir, rs.cmd.String(), time.Now()); err != nil {
+		return res, fmt.Errorf("instance journal: %w", err)
+	}
+	for _, c := range x.crashed {
+		if c.Until.After(t0) {
+			x.out.note(fmt.Sprintf("the previous run of this instance (pid %d on %s, %s, started %s) never finished", c.PID, c.Host, c.Command, c.Started.UTC().Format(time.RFC3339)))
+		}
+	}
+	defer func() {
+		killed := x.tf != nil && x.tf.killed
+		if jerr := endJournal(w.DataDir, x.crashed, killed, time.Now()); jerr != nil {
+			rs.cfg.logger.WarnContext(ctx, "cannot update the instance journal", "unit", x.id, "err", jerr)
+		}
+	}()
 	// Runs before the instance lock is released, after terraform is gone.
 	defer func() {
 		for _, p := range reapLeftovers(w.DataDir) {

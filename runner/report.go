@@ -41,6 +41,10 @@ type Result struct {
 	// StateLock describes the holder of the state lock last waited for,
 	// as terraform reported it; nil if none was met.
 	StateLock *StateLock
+	// RecoveredLocks are the state locks released because the instance's
+	// journal proved that an earlier, crashed run of it left them (see
+	// WithStaleLockRecovery).
+	RecoveredLocks []StateLock
 	// InstanceLock describes the holder of the instance lock when the
 	// unit had to wait for it; nil if it did not wait.
 	InstanceLock *workdir.Holder

@@ -31,8 +31,10 @@ type tfProcess struct {
 	grace time.Duration   // SIGINT first, kill after this long
 	kill  <-chan struct{} // closed: kill at once (a Stop's third request)
 	out   *unitOutput
-	// started counts processes, for the report's per-unit figures.
-	started int
+	// killed is set once a process had to be killed (it did not stop
+	// after SIGINT, or a Stop's third request): its state locks may be
+	// left behind.
+	killed bool
 }
 
 // tfRun is what one terraform process left behind.
@@ -138,7 +140,6 @@ func (t *tfProcess) run(ctx context.Context, args []string, o runOpts) (*tfRun, 
 	}
 	cmd.Stderr = held
 
-	t.started++
 	err := cmd.Start()
 	if err == nil {
 		stopKill := make(chan struct{})
@@ -165,6 +166,9 @@ func (t *tfProcess) run(ctx context.Context, args []string, o runOpts) (*tfRun, 
 	}
 	res.stdout = stdout.Bytes()
 	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) && exitErr.ExitCode() < 0 {
+		t.killed = true // ended by a signal it did not handle: SIGKILL
+	}
 	switch {
 	case err == nil:
 	case errors.As(err, &exitErr) && ctx.Err() == nil && exitErr.ExitCode() >= 0:

@@ -1,0 +1,146 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"time"
+
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
+)
+
+// The journal records, in an instance's data dir and under its instance
+// lock, the run of that instance under way, and the earlier runs that
+// never finished. Holding the instance lock proves the run that wrote
+// "current" is gone: a flock dies with its process. So a journal found
+// with a current run names a run that crashed (or whose terraform had to
+// be killed), and the state locks it may have left can be told from
+// anyone else's by their holder and creation time.
+const journalName = "tfisolate-journal.json"
+
+// journalKeep bounds how many unfinished runs are remembered, and for how
+// long: a lock older than that is not this SDK's to prove.
+const (
+	journalKeep   = 8
+	journalMaxAge = 7 * 24 * time.Hour
+)
+
+type journalRun struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Who     string    `json:"who"` // user@host, as terraform writes a lock's Who
+	Command string    `json:"command"`
+	Started time.Time `json:"started"`
+	// Until is when a later run found this one unfinished: the run ended
+	// (crashed) before then.
+	Until time.Time `json:"until,omitzero"`
+}
+
+type journal struct {
+	Current *journalRun  `json:"current,omitempty"`
+	Crashed []journalRun `json:"crashed,omitempty"`
+}
+
+// lockWho is the Who terraform writes into the lock info of a lock it
+// takes from this process's user and host.
+func lockWho() (who, host string) {
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ = os.Hostname()
+	return name + "@" + host, host
+}
+
+// beginJournal reads the instance's journal, moves a run it finds under
+// way into the crashed list, and records this run as current. It returns
+// the crashed runs.
+func beginJournal(dataDir, command string, now time.Time) ([]journalRun, error) {
+	p := filepath.Join(dataDir, journalName)
+	var j journal
+	if b, err := os.ReadFile(p); err == nil {
+		_ = json.Unmarshal(b, &j) // an unreadable journal proves nothing
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if j.Current != nil {
+		c := *j.Current
+		c.Until = now
+		j.Crashed = append(j.Crashed, c)
+	}
+	kept := j.Crashed[:0]
+	for _, c := range j.Crashed {
+		if now.Sub(c.Started) < journalMaxAge {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) > journalKeep {
+		kept = kept[len(kept)-journalKeep:]
+	}
+	who, host := lockWho()
+	j = journal{Current: &journalRun{PID: os.Getpid(), Host: host, Who: who, Command: command, Started: now}, Crashed: kept}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := writeJournal(p, j); err != nil {
+		return nil, err
+	}
+	return kept, nil
+}
+
+// endJournal records that this run ended. A run whose terraform had to be
+// killed may have left state locks, so it stays in the crashed list.
+func endJournal(dataDir string, crashed []journalRun, killed bool, now time.Time) error {
+	p := filepath.Join(dataDir, journalName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	var j journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if killed && j.Current != nil {
+		c := *j.Current
+		c.Until = now
+		crashed = append(crashed, c)
+	}
+	j = journal{Crashed: crashed}
+	if len(j.Crashed) == 0 {
+		return os.Remove(p)
+	}
+	return writeJournal(p, j)
+}
+
+func writeJournal(p string, j journal) error {
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(p, b, 0o644); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	return nil
+}
+
+// leftBy returns the crashed run that provably left lock l: same user and
+// host as this process (so the same terraform identity), and created
+// while that run was under way. nil when none did, or when l does not say
+// who holds it and since when.
+func leftBy(l *StateLock, crashed []journalRun) *journalRun {
+	if l == nil || l.ID == "" || l.Who == "" || l.Created.IsZero() {
+		return nil
+	}
+	who, host := lockWho()
+	for i := range crashed {
+		c := &crashed[i]
+		if c.Who == who && c.Host == host && l.Who == who &&
+			!l.Created.Before(c.Started) && !l.Created.After(c.Until) {
+			return c
+		}
+	}
+	return nil
+}
