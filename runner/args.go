@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Argument building for the terraform commands the runner runs. Each
@@ -120,6 +121,9 @@ func checkArgs(id string, a Args) error {
 	for k := range a.Vars {
 		if k == "" {
 			return fmt.Errorf("%w: unit %s: a -var with an empty name", ErrInvalidUnit, id)
+		}
+		if strings.ContainsAny(k, "= \t\n") {
+			return fmt.Errorf("%w: unit %s: -var name %q has '=' or white space in it", ErrInvalidUnit, id, k)
 		}
 	}
 	for _, f := range a.VarFiles {

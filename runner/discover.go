@@ -8,19 +8,20 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/terraform-config-inspect/tfconfig"
 	tfaddr "github.com/hashicorp/terraform-registry-address"
 
+	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
 
 const lockFileName = ".terraform.lock.hcl"
 
-// discover returns the provider requirements of the root module in dir and
-// of the local modules it calls (sources starting with ./ or ../),
-// merged per provider, sorted by address. Versions from an existing
-// dependency lock file in dir are kept (Requirement.Locked), as terraform
-// init would without -upgrade.
+// discover returns the provider requirements of the module tree (the
+// root module and the local modules it calls), merged per provider,
+// sorted by address. Versions from an existing dependency lock file in
+// the root are kept (Requirement.Locked), as terraform init would without
+// -upgrade. A module that does not parse is an error naming it: the
+// requirements of a partly read module cannot be trusted to be complete.
 //
 // When manifest names a modules.json (the unit's installed remote
 // modules), every module it records is read too, so providers that only
@@ -30,62 +31,42 @@ const lockFileName = ".terraform.lock.hcl"
 // Short provider addresses ("hashicorp/aws", "aws") resolve on host, the
 // engine's default registry. With upgrade, locked versions are ignored,
 // as terraform init -upgrade ignores them.
-func discover(dir, manifest, host string, upgrade bool) ([]pluginc.Requirement, error) {
-	type req struct {
-		constraints []string
-	}
-	merged := map[pluginc.Provider]*req{}
-	seen := map[string]bool{}
-	var visit func(d string) error
-	visit = func(d string) error {
-		d = filepath.Clean(d)
-		if seen[d] {
-			return nil
+func discover(tree *modtree.Tree, manifest, host string, upgrade bool) ([]pluginc.Requirement, error) {
+	dir := tree.Root
+	merged := map[pluginc.Provider][]string{}
+	add := func(t *modtree.Tree) error {
+		if err := t.Err(); err != nil {
+			return err
 		}
-		seen[d] = true
-		mod, diags := tfconfig.LoadModule(d)
-		if diags.HasErrors() {
-			return fmt.Errorf("read module %s: %w", d, diags.Err())
-		}
-		for name, r := range mod.RequiredProviders {
-			src := r.Source
-			if src == "" {
-				src = name
-			}
-			if isBuiltIn(src) {
-				continue
-			}
-			p, err := pluginc.ParseProvider(qualify(src, host))
-			if err != nil {
-				return fmt.Errorf("module %s, provider %q: %w", d, name, err)
-			}
-			m := merged[p]
-			if m == nil {
-				m = &req{}
-				merged[p] = m
-			}
-			for _, c := range r.VersionConstraints {
-				if c = strings.TrimSpace(c); c != "" && !slices.Contains(m.constraints, c) {
-					m.constraints = append(m.constraints, c)
+		for _, d := range t.LocalDirs() {
+			m := t.Modules[d]
+			for name, r := range m.Config.RequiredProviders {
+				src := r.Source
+				if src == "" {
+					src = name
 				}
-			}
-		}
-		calls := make([]string, 0, len(mod.ModuleCalls))
-		for name := range mod.ModuleCalls {
-			calls = append(calls, name)
-		}
-		slices.Sort(calls)
-		for _, name := range calls {
-			src := mod.ModuleCalls[name].Source
-			if strings.HasPrefix(src, "./") || strings.HasPrefix(src, "../") {
-				if err := visit(filepath.Join(d, filepath.FromSlash(src))); err != nil {
-					return err
+				if isBuiltIn(src) {
+					continue
 				}
+				p, err := pluginc.ParseProvider(qualify(src, host))
+				if err != nil {
+					return fmt.Errorf("module %s, provider %q: %w", d, name, err)
+				}
+				cs, ok := merged[p]
+				if !ok {
+					cs = []string{}
+				}
+				for _, c := range r.VersionConstraints {
+					if c = strings.TrimSpace(c); c != "" && !slices.Contains(cs, c) {
+						cs = append(cs, c)
+					}
+				}
+				merged[p] = cs
 			}
 		}
 		return nil
 	}
-	if err := visit(dir); err != nil {
+	if err := add(tree); err != nil {
 		return nil, err
 	}
 	if manifest != "" {
@@ -105,7 +86,7 @@ func discover(dir, manifest, host string, upgrade bool) ([]pluginc.Requirement, 
 			if !filepath.IsAbs(d) {
 				d = filepath.Join(dir, d)
 			}
-			if err := visit(d); err != nil {
+			if err := add(modtree.Walk(d)); err != nil {
 				return nil, fmt.Errorf("module %q (%s): %w", rec.Key, rec.Source, err)
 			}
 		}
@@ -124,9 +105,9 @@ func discover(dir, manifest, host string, upgrade bool) ([]pluginc.Requirement, 
 		return nil, err
 	}
 	out := make([]pluginc.Requirement, 0, len(merged))
-	for p, r := range merged {
+	for p, cs := range merged {
 		l := locked[p]
-		out = append(out, pluginc.Requirement{Provider: p, Constraints: strings.Join(r.constraints, ", "), Locked: l.Version, LockedHashes: l.Hashes})
+		out = append(out, pluginc.Requirement{Provider: p, Constraints: strings.Join(cs, ", "), Locked: l.Version, LockedHashes: l.Hashes})
 	}
 	slices.SortFunc(out, func(a, b pluginc.Requirement) int { return strings.Compare(a.Provider.String(), b.Provider.String()) })
 	return out, nil

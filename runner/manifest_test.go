@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
 func TestModuleKey(t *testing.T) {
@@ -20,6 +22,7 @@ func TestModuleKey(t *testing.T) {
 		}
 		return filepath.Join(dir, "c")
 	}
+	moduleKey := func(dir string) (string, bool) { return moduleKey(modtree.Walk(dir)) }
 	nested := map[string]string{
 		"c/main.tf": `module "net" { source = "../modules/net" }`,
 		"modules/net/a.tf": `module "vpc" {

@@ -8,8 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/terraform-config-inspect/tfconfig"
-
+	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -28,47 +27,18 @@ type modSnapshot struct {
 	workdir string // the leader's working dir, against which relative Dirs resolve
 }
 
-// moduleKey walks the root module in dir and the local modules it calls
-// and returns what decides the result of `terraform get`: every module
-// call's key path, source and version constraint, and whether any source
-// is remote. Units with equal keys get the same modules directory from
-// one fetch. Parse errors are left to terraform to report: what parsed is
-// followed.
-func moduleKey(dir string) (key string, remote bool) {
-	var lines []string
-	var visit func(d, path string, stack []string)
-	visit = func(d, path string, stack []string) {
-		d = filepath.Clean(d)
-		if slices.Contains(stack, d) {
-			return // a cycle; terraform reports it
-		}
-		stack = append(stack, d)
-		mod, _ := tfconfig.LoadModule(d)
-		if mod == nil {
-			return
-		}
-		for name, c := range mod.ModuleCalls {
-			k := name
-			if path != "" {
-				k = path + "." + name
-			}
-			lines = append(lines, k+"\t"+c.Source+"\t"+c.Version)
-			if isLocalModule(c.Source) {
-				visit(filepath.Join(d, filepath.FromSlash(c.Source)), k, stack)
-			} else {
-				remote = true
-			}
-		}
+// moduleKey returns what decides the result of `terraform get` for a
+// module tree: every module call's key path, source and version
+// constraint, and whether any source is remote. Units with equal keys get
+// the same modules directory from one fetch.
+func moduleKey(tree *modtree.Tree) (key string, remote bool) {
+	lines := make([]string, 0, len(tree.Calls))
+	for _, c := range tree.Calls {
+		lines = append(lines, c.Key+"\t"+c.Source+"\t"+c.Version)
+		remote = remote || !c.Local
 	}
-	visit(dir, "", nil)
 	slices.Sort(lines)
 	return strings.Join(lines, "\n"), remote
-}
-
-// isLocalModule is terraform's rule: only "./" and "../" mean a local
-// directory; every other source is fetched.
-func isLocalModule(src string) bool {
-	return strings.HasPrefix(src, "./") || strings.HasPrefix(src, "../")
 }
 
 // modules makes sure the unit's data dir holds the remote modules its
@@ -79,7 +49,7 @@ func isLocalModule(src string) bool {
 // calls remote modules, "" otherwise.
 func (x *unitRun) modules(ctx context.Context) (string, error) {
 	w := x.w
-	key, remote := moduleKey(w.Dir)
+	key, remote := moduleKey(x.tree)
 	if !remote {
 		return "", nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 
+	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -31,12 +32,13 @@ type unitRun struct {
 	res *Result
 
 	w    *workdir.Workdir
-	dir  string // where terraform runs: the component inside the workdir
+	dir  string        // where terraform runs: the component inside the workdir
+	tree *modtree.Tree // the module tree at dir, walked once per unit
 	out  *unitOutput
 	env  map[string]string
 	tf   *tfProcess
 
-	crashed  []journalRun   // earlier runs of this instance that never finished
+	crashed  []journalRun    // earlier runs of this instance that never finished
 	unlocked map[string]bool // state locks this run released as left by them
 }
 
@@ -142,6 +144,7 @@ func logName(id string) string {
 }
 
 func (x *unitRun) pipeline(ctx context.Context) error {
+	x.tree = modtree.Walk(x.dir)
 	manifest, err := x.modules(ctx)
 	if err != nil {
 		return err
