@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -183,3 +185,83 @@ func TestCheckArgs(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// varsComponent echoes its variables as outputs; it needs no provider.
+const varsComponent = `
+variable "name" { type = string }
+variable "size" {
+  type    = string
+  default = "small"
+}
+output "name" { value = var.name }
+output "size" { value = var.size }
+`
+
+// TestVarFilesReachTerraform passes a generated var file with an atmos
+// style name (terraform never loads it by itself) and an absolute one
+// given later, which wins where both set a variable.
+func TestVarFilesReachTerraform(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	src := w.component(t, "elasticache", varsComponent)
+	const atmosName = "plat-ue2-dev-elasticache.terraform.tfvars.json"
+	abs := filepath.Join(t.TempDir(), "size.tfvars.json")
+	require.NoError(t, os.WriteFile(abs, []byte(`{"size":"xlarge"}`), 0o644))
+	spec := workdirSpec("plat-ue2-dev", "elasticache/redis-cluster-1", src,
+		map[string][]byte{atmosName: []byte(`{"name":"redis-cluster-1","size":"large"}`)})
+	r := w.runner(t)
+
+	// Without VarFiles the file is not read: the required variable is missing.
+	rep, err := r.Run(testCtx(t), Apply, Unit{Workdir: spec})
+	require.Error(t, err)
+	require.Equal(t, Failed, rep.Results[0].Status)
+	require.ErrorContains(t, err, "No value for required variable")
+
+	rep, err = r.Run(testCtx(t), Apply, Unit{Workdir: spec, Args: Args{VarFiles: []string{atmosName}}})
+	require.NoError(t, err)
+	require.Equal(t, "redis-cluster-1", outputString(t, rep.Results[0], "name"))
+	require.Equal(t, "large", outputString(t, rep.Results[0], "size"))
+
+	rep, err = r.Run(testCtx(t), Apply, Unit{Workdir: spec, Args: Args{VarFiles: []string{atmosName, abs}}})
+	require.NoError(t, err)
+	require.Equal(t, "redis-cluster-1", outputString(t, rep.Results[0], "name"))
+	require.Equal(t, "xlarge", outputString(t, rep.Results[0], "size"), "the later var file wins")
+}
+
+// pairComponent manages two independent resources whose ids are random
+// UUIDs, new at every create.
+const pairComponent = `
+resource "terraform_data" "a" { input = "a" }
+resource "terraform_data" "b" { input = "b" }
+`
+
+// TestTargetsAndReplace: -target applies only the targeted resource;
+// -replace recreates only the replaced one.
+func TestTargetsAndReplace(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	src := w.component(t, "pair", pairComponent)
+	state := filepath.Join(w.dir, "states", "pair.tfstate")
+	spec := workdirSpec("plat-ue2-dev", "pair", src, files(t, map[string]any{}, state))
+	r := w.runner(t)
+
+	_, err := r.Run(testCtx(t), Apply, Unit{Workdir: spec, Args: Args{Targets: []string{"terraform_data.a"}}})
+	require.NoError(t, err)
+	res := stateResources(t, state)
+	require.Contains(t, res, "terraform_data.a")
+	require.NotContains(t, res, "terraform_data.b", "-target applied an untargeted resource")
+
+	_, err = r.Run(testCtx(t), Apply, Unit{Workdir: spec})
+	require.NoError(t, err)
+	before := stateResources(t, state)
+	require.Len(t, before, 2)
+	require.Equal(t, res["terraform_data.a"]["id"], before["terraform_data.a"]["id"], "a was not touched by the full apply")
+
+	rep, err := r.Run(testCtx(t), Apply, Unit{Workdir: spec, Args: Args{Replace: []string{"terraform_data.a"}}})
+	require.NoError(t, err)
+	after := stateResources(t, state)
+	require.NotEqual(t, before["terraform_data.a"]["id"], after["terraform_data.a"]["id"], "a was not replaced")
+	require.Equal(t, before["terraform_data.b"]["id"], after["terraform_data.b"]["id"], "b was replaced too")
+	log := readFile(t, rep.Results[0].Log)
+	require.Contains(t, log, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.")
+}
