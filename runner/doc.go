@@ -1,75 +1,111 @@
-// Package runner runs terraform over many root-module instances at once,
-// each in its own isolated workdir, in dependency order.
+// Package runner is the engine a host tool drives to run terraform (or
+// OpenTofu) over many root-module instances at once, each in its own
+// isolated workdir, in dependency order.
 //
 // A Unit is one instance: a workdir.Spec (stack, instance, component
-// source, generated files), an optional terraform workspace and the IDs of
-// the units it depends on. Run validates the units (unique IDs, known
-// dependencies, no cycle: the error names the cycle path), then runs a
-// queue: a unit starts as soon as everything it depends on has succeeded
-// (Destroy reverses the edges), at most WithParallelism units at once.
+// source, generated files), an optional workspace, the IDs of the units it
+// depends on, its own environment (Env) and terraform arguments (Args),
+// and optionally Generate, which turns its dependencies' results (outputs
+// included) into generated files right before it starts. A Command is a
+// value: Init, Plan, Apply, Destroy, SavePlan and ApplyPlan (the plan and
+// apply split of CI tools), SaveDestroyPlan and ApplyDestroyPlan,
+// Validate, Output, or a custom Step whose function gets a Handle on each
+// unit's prepared workdir and initialized terraform.
 //
-// Guarantees:
+// Run validates everything first (unit IDs, dependencies, cycles, filters,
+// every unit's workdir spec and arguments, two units of one instance);
+// nothing runs on invalid input and the error wraps a sentinel from
+// errors.go naming the culprit. Order is the dry run.
 //
-//   - Nothing runs when the input is invalid; the error wraps a sentinel
-//     from errors.go and names the offending unit, dependency or pattern.
-//   - A failed unit's dependents are Skipped with an error naming it;
-//     independent branches go on. WithFailFast stops everything at the first
-//     failure (running units are interrupted and reported Canceled),
-//     WithIgnoreErrors runs dependents anyway, WithIgnoreDependencyOrder
-//     makes every unit eligible at once.
-//   - Filters (path.Match globs over unit IDs, "!" negates) and shards
-//     (WithShard: connected groups of dependent units never split, shards
-//     balanced by unit count, the union of all shards is every unit once)
-//     only select units; they never reorder them. Plan shows the order
-//     without running anything.
-//   - Events are delivered one at a time, in order: every selected unit
-//     sends PhaseQueued first and PhaseDone (with its final status) last.
-//   - Run returns only after every goroutine and process it started has
-//     ended.
+// # The queue
 //
-// Execution (New with WithWorkdirs, optionally WithPluginCache): each unit
-// prepares its own workdir (workdir.Manager.Prepare takes the instance's
-// exclusive lock, across processes, so one instance never runs twice at
-// once), then sets up its providers. Units with the same provider
-// requirements (root module and local modules, read with
-// terraform-config-inspect, plus versions already in the instance's lock
-// file) share one leader per Run: it calls pluginc.Cache.Ensure (each
-// package downloaded at most once, across processes) and computes the
-// .terraform.lock.hcl and CLI config; followers wait for its result and
-// never write to the cache. A leader's failure is every follower's error
-// (ErrInit, naming the leader). Every unit then runs its own terraform
-// (its own *tfexec.Terraform, TF_DATA_DIR from the workdir, the cache as a
-// read-only filesystem mirror): init, workspace select-or-create, and the
-// command.
+// A unit starts as soon as every unit it depends on has succeeded (destroy
+// commands reverse the edges), at most WithParallelism at once; there are
+// no barriers between waves. A failed unit's dependents are Skipped with
+// ErrDependencyFailed naming it; independent branches go on. WithFailFast
+// stops everything at the first failure, WithIgnoreErrors runs dependents
+// anyway, WithIgnoreDependencyOrder makes every unit eligible at once.
+// Filters are doublestar globs over unit IDs ("*" within a path segment,
+// "**" across them, "!" excludes); a pattern that matches no unit is an
+// error (ErrNoMatch), so a mistyped exclude never means "everything".
+// Shards (WithShard) never split a connected group of dependent units and
+// their union is every unit once. The queue lives in internal/queue and
+// has no execution code.
 //
-//   - State locks are waited out: a lock error ("Error acquiring the state
-//     lock") is retried with a growing -lock-timeout until WithLockTimeout
-//     is spent, then fails with ErrStateLocked. Result.LockWait and
-//     LockHolder report the wait and terraform's ID/Who of the holder.
+// # The unit pipeline
+//
+// Each unit goes through generate -> prepare -> modules -> providers ->
+// init -> workspace -> command, and the pipeline returns its Result:
+//
+//   - prepare: workdir.Manager.Prepare takes the instance's exclusive lock
+//     across processes (one instance never runs twice at once) and
+//     refreshes the workdir from the source. A wait for another holder is
+//     in Result.LockWait and Result.InstanceLock.
+//   - modules: remote modules are fetched once per Run for all units
+//     whose module calls are the same (one leader runs terraform get; the
+//     others get a private copy in their data dir); a failed fetch is every
+//     such unit's error (ErrModules, naming the leader).
+//   - providers: with WithPluginCache, units with the same provider
+//     requirements share one leader per Run that ensures the packages in
+//     the shared cache (each downloaded at most once, across processes) and
+//     computes the lock file; terraform reads the cache as a filesystem
+//     mirror and never writes it. A leader's failure is every follower's
+//     error (ErrInit). Short provider addresses resolve on the engine's own
+//     default registry.
+//   - init: skipped when nothing it depends on changed since the
+//     instance's last successful init (the binary, the lock file, the
+//     backend, the module calls and installed modules, the workdir's
+//     content, the init arguments, the data dir still holding providers
+//     and backend state); Result.InitSkipped says so. If terraform asks
+//     for init after all, init runs and the command is retried once. A
+//     backend configuration that changed since the last init is
+//     reconfigured by itself; state is migrated only with
+//     Args.MigrateState.
+//   - workspace: selected (created if missing) unless already selected.
+//   - command: one terraform process. Apply's outputs are read from its
+//     machine-readable output (plus terraform output when some are
+//     sensitive); SavePlan keeps the plan, its JSON rendering and a
+//     record of what it was made from in the instance's data dir, and
+//     ApplyPlan refuses a plan whose workdir, lock file or terraform
+//     changed (ErrStalePlan) and never re-plans.
+//
+// The runner runs terraform itself, one process per command, with
+// arguments it builds and tests (args.go): terraform-exec would start a
+// version probe before every unit's first command and refuses TF_VAR_*
+// and TF_LOG* in the environment. Terraform's environment is the
+// process's (TF_VAR_*, TF_LOG*, TF_CLI_ARGS* and credentials pass through,
+// so terraform applies its own precedence), then TF_DATA_DIR, the
+// runner's CLI config (with a cache), then Unit.Env; TF_PLUGIN_CACHE_DIR
+// and TF_WORKSPACE are dropped. Custom steps get a *tfexec.Terraform.
+//
+// # Guarantees
+//
+//   - State locks are waited out: an attempt that meets a lock held by
+//     someone else is retried with a growing -lock-timeout until
+//     WithLockTimeout is spent, then fails with ErrStateLocked, whose
+//     message names the holder, since when, and how to release the lock
+//     (Runner.ForceUnlock). Each wait is one line in the unit's log;
+//     Result.StateLock holds the holder as data. With
+//     WithStaleLockRecovery, a lock that the instance's journal proves
+//     this SDK's own crashed run left is released.
+//   - Transient failures (throttling, HTTP 429 and 5xx, connection resets,
+//     TLS handshake timeouts; DefaultTransientErrors plus the caller's
+//     patterns) of init and of the predefined commands are retried as
+//     WithRetry says; each retry is an event and counted in
+//     Result.Retries. Custom steps are not retried.
 //   - Cancelling ctx sends terraform SIGINT (it stops, writes state and
 //     releases its lock) and kills it only after WithInterruptGrace; the
-//     unit is reported Canceled. On Linux, any process still carrying the
-//     unit's TF_DATA_DIR once terraform is gone (an orphaned plugin, a
-//     provisioner's background job) is killed before the instance lock is
-//     released, and named in the unit's log.
-//   - Output goes to a log file per unit (Result.Log) and, with WithOutput,
-//     to one combined stream of whole lines prefixed "[unitID] ".
-//   - terraform's environment is the process environment plus the
-//     workdir's; variables tfexec manages itself (TF_WORKSPACE, TF_LOG*,
-//     TF_CLI_ARGS*, TF_INPUT, TF_VAR_*) are dropped (pass variables in
-//     generated tfvars files), and so is TF_PLUGIN_CACHE_DIR, whose writes
-//     are unsafe under concurrency.
-//   - Remote modules (registry, git, HTTPS archives: any module source not
-//     starting with ./ or ../, called from the root module or a local
-//     module) are fetched once per Run for all units whose module calls
-//     (key path, source, version constraint, local layout) are the same:
-//     that leader runs terraform get in its own workdir, and every unit
-//     gets a private copy of the resulting modules directory in its own
-//     data dir (its modules.json rebased there; skipped when the unit
-//     already has the same manifest), so its terraform init keeps them
-//     and downloads nothing. A failed fetch is every such unit's error
-//     (ErrModules, naming the leader). The modules the manifest records
-//     are read for provider requirements too, so providers that only
-//     remote modules require come from the shared cache and are in the
-//     lock file. Across processes, each Run fetches on its own.
+//     unit is Canceled. A Stop (WithStop) is the ladder a CLI maps Ctrl-C
+//     to: drain, interrupt, kill; units that never started are in the
+//     report (Result.Started false, ErrStopped). On Linux, any process
+//     still carrying the unit's TF_DATA_DIR once terraform is gone is
+//     killed, and waited for, before the instance lock is released.
+//   - Output goes to a log file per unit (Result.Log) and, with
+//     WithOutput, to one combined stream of whole lines prefixed
+//     "[unitID] ", never interleaved.
+//   - Events are delivered one at a time, in order: every selected unit
+//     sends PhaseQueued first and PhaseDone last.
+//   - Report, Result and Event have a documented JSON form.
+//   - Run returns only after every goroutine and process it started has
+//     ended.
 package runner

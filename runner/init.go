@@ -58,7 +58,7 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) e
 			prev = &r
 		}
 	}
-	if !force && !a.Upgrade && !a.Reconfigure && prev != nil && *prev == now && x.dataDirIntact(backend != "") {
+	if !force && !a.Upgrade && !a.Reconfigure && prev != nil && *prev == now && x.dataDirIntact(backend != "", len(x.tree.Calls) > 0) {
 		x.res.InitSkipped = true
 		x.out.note("init: skipped, nothing it depends on changed since the last init")
 		return nil
@@ -131,11 +131,15 @@ func (x *unitRun) initFingerprint(manifest, backend string) string {
 }
 
 // dataDirIntact checks that init's products are still in the data dir:
-// every provider the lock file names, installed for this platform, and
-// the backend state when the root module has a backend.
-func (x *unitRun) dataDirIntact(hasBackend bool) bool {
+// every provider the lock file names, installed for this platform, the
+// backend state when the root module has a backend, and the modules
+// manifest when it calls modules (local ones included).
+func (x *unitRun) dataDirIntact(hasBackend, hasModules bool) bool {
 	dd := x.w.DataDir
 	if hasBackend && !exists(filepath.Join(dd, "terraform.tfstate")) {
+		return false
+	}
+	if hasModules && !exists(filepath.Join(dd, modulesDir, manifestName)) {
 		return false
 	}
 	b, err := os.ReadFile(filepath.Join(x.dir, lockFileName))
