@@ -30,8 +30,9 @@ const initRecordName = "tfisolate-init.json"
 type initRecord struct {
 	// Fingerprint covers everything init depends on: the binary, the
 	// CLI config the runner hands it, the lock file, the backend, the
-	// module calls and installed modules, the root module's files (the
-	// workdir digest), the init arguments and TF_CLI_ARGS*.
+	// module calls and installed modules, the root module's configuration
+	// files, the init arguments and TF_CLI_ARGS*. Variable files are left
+	// out: they change from run to run and init never reads them.
 	Fingerprint string `json:"fingerprint"`
 	// Backend covers the backend configuration alone, to tell a changed
 	// backend (reconfigure) from any other change.
@@ -118,7 +119,9 @@ func (x *unitRun) initFingerprint(manifest, backend string) string {
 	lock, _ := os.ReadFile(filepath.Join(x.dir, lockFileName))
 	field("lockfile", lock)
 	field("backend", []byte(backend))
-	field("workdir", []byte(x.w.Digest))
+	key, _ := moduleKey(x.tree)
+	field("calls", []byte(key))
+	field("config", []byte(configDigest(x.dir)))
 	if manifest != "" {
 		m, _ := os.ReadFile(manifest)
 		field("modules", m)
@@ -161,6 +164,28 @@ func (x *unitRun) dataDirIntact(hasBackend, hasModules bool) bool {
 		}
 	}
 	return true
+}
+
+// configDigest hashes the names and contents of the root module's
+// configuration files (*.tf, *.tf.json, overrides included; not variable
+// files). Module calls, provider requirements and backends, which are
+// what init acts on, are also covered on their own.
+func configDigest(dir string) string {
+	h := sha256.New()
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		n := e.Name()
+		if !e.Type().IsRegular() || !(strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json")) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			b = []byte("unreadable: " + err.Error())
+		}
+		fmt.Fprintf(h, "%s %d\n", n, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // needsInitRe matches terraform's ways of saying the working directory
