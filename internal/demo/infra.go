@@ -24,6 +24,10 @@ const (
 	Component = "components/terraform/elasticache"
 	// ComponentName is what stacks call the component (metadata.component).
 	ComponentName = "elasticache"
+	// VPCComponent is a network component whose outputs (vpc_id,
+	// subnet_ids) Component takes as its optional vpc_id and subnet_ids
+	// variables.
+	VPCComponent = "components/terraform/vpc"
 	// OnlineComponent is the same component with a provider from the public
 	// registry, for machines that are online.
 	OnlineComponent = "components/terraform/elasticache-online"

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/tfisolate/tfisolate/internal/tfbin"
+	"github.com/tfisolate/tfisolate/pluginc"
 )
 
 // Root resolves an example's -root flag: the flag's value made absolute,
@@ -35,3 +36,52 @@ func Terraform(ctx context.Context, root string) (string, error) {
 	}
 	return p, nil
 }
+
+// Offline is what an example needs to run on a machine with no network:
+// terraform, the infra tree, the test provider served on loopback and a
+// shared provider cache that gets it from there.
+type Offline struct {
+	// Terraform is the terraform executable.
+	Terraform string
+	// Infra is the root of the infra tree WriteInfra laid out.
+	Infra string
+	// Provider is the loopback registry serving the test provider.
+	Provider *Provider
+	// Cache is the shared provider cache, with the loopback registry as
+	// its only source.
+	Cache *pluginc.Cache
+}
+
+// SetupOffline finds terraform (see Terraform), writes the infra tree
+// under root/infra, serves the provider (padded by padding bytes; built
+// under root/provider on first use) and opens the cache at
+// root/plugin-cache. Close the returned Offline when done.
+func SetupOffline(ctx context.Context, root string, padding int64) (*Offline, error) {
+	tf, err := Terraform(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	infra := filepath.Join(root, "infra")
+	if _, err := WriteInfra(infra); err != nil {
+		return nil, err
+	}
+	prov, err := ServeProvider(filepath.Join(root, "provider"), padding)
+	if err != nil {
+		return nil, fmt.Errorf("serve the provider locally: %w", err)
+	}
+	cache, err := prov.OpenCache(filepath.Join(root, "plugin-cache"))
+	if err != nil {
+		prov.Close()
+		return nil, err
+	}
+	return &Offline{Terraform: tf, Infra: infra, Provider: prov, Cache: cache}, nil
+}
+
+// Source is the directory of a component of the infra tree, such as
+// Component or VPCComponent.
+func (o *Offline) Source(component string) string {
+	return filepath.Join(o.Infra, filepath.FromSlash(component))
+}
+
+// Close stops the provider's registry.
+func (o *Offline) Close() { o.Provider.Close() }
