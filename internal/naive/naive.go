@@ -86,6 +86,16 @@ type Config struct {
 	// lets a later run start with the cache an earlier one filled ("warm").
 	// When it lies outside Scratch, Result.DiskBytes counts it too.
 	PluginCacheDir string
+	// LockFile, when not nil, is written into the shared copy as its
+	// .terraform.lock.hcl, as a repository that commits its lock file has
+	// it: terraform (1.4 and later) then takes the provider from a warm
+	// plugin cache instead of downloading it again.
+	LockFile []byte
+	// Rerun runs the instances again in the directories an earlier Run
+	// with the same Scratch left (the shared copy, data dirs, state), as a
+	// script run a second time does; without it Scratch must not hold an
+	// earlier run.
+	Rerun bool
 }
 
 // Outcome is one instance's result.
@@ -115,8 +125,18 @@ func Run(ctx context.Context, cfg Config, a Approach) (*Result, error) {
 		cfg.Command = "apply"
 	}
 	dir := filepath.Join(cfg.Scratch, "src")
-	if err := os.CopyFS(dir, os.DirFS(cfg.Source)); err != nil {
+	if cfg.Rerun {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("rerun in %s: no earlier run there: %w", cfg.Scratch, err)
+		}
+	} else if err := os.CopyFS(dir, os.DirFS(cfg.Source)); err != nil {
 		return nil, fmt.Errorf("copy component %s: %w", cfg.Source, err)
+	}
+	if cfg.LockFile != nil {
+		lock := filepath.Join(dir, filepath.FromSlash(cfg.Component), ".terraform.lock.hcl")
+		if err := os.WriteFile(lock, cfg.LockFile, 0o644); err != nil {
+			return nil, fmt.Errorf("write lock file: %w", err)
+		}
 	}
 	cache := filepath.Join(cfg.Scratch, "plugin-cache")
 	if cfg.PluginCacheDir != "" {
