@@ -49,7 +49,7 @@ var (
 func Tofu(tb testing.TB) string {
 	tb.Helper()
 	tofuOnce.Do(func() {
-		tofuPath, tofuErr = ensureTofu(context.Background())
+		tofuPath, tofuErr = EnsureTofu(context.Background())
 	})
 	if tofuErr != nil {
 		if os.Getenv("CI") == "true" {
@@ -71,7 +71,12 @@ func TofuCacheDir() (string, error) {
 	return filepath.Join(c, "tfisolate", "tofu", "v"+TofuVersion), nil
 }
 
-func ensureTofu(ctx context.Context) (string, error) {
+// EnsureTofu is Tofu for programs that are not tests (bench/): it returns
+// the path of the cached OpenTofu TofuVersion binary, building it first
+// when the cache has none (same cache, flock and deadline as Tofu), and
+// returns the reason as an error when it cannot. It never skips or fails a
+// test; ctx bounds the wait and the build.
+func EnsureTofu(ctx context.Context) (string, error) {
 	dir, err := TofuCacheDir()
 	if err != nil {
 		return "", err

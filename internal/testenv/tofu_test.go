@@ -36,6 +36,9 @@ func TestTofu(t *testing.T) {
 	requireNoTemp(t, dir)
 
 	require.Equal(t, p, testenv.Tofu(t), "a second call returns the same binary")
+	got, err := testenv.EnsureTofu(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, p, got, "EnsureTofu, for programs, uses the same cache")
 }
 
 // A finished binary is used as is, with no lock wait and no build; a temp
