@@ -55,6 +55,7 @@ type jsonResult struct {
 	Recovered    []jsonStateLock            `json:"recovered_locks,omitempty"`
 	InstanceLock *workdir.Holder            `json:"instance_lock,omitempty"`
 	Retries      int                        `json:"retries"`
+	Unchanged    bool                       `json:"unchanged"`
 	InitSkipped  bool                       `json:"init_skipped"`
 	HasChanges   bool                       `json:"has_changes"`
 	Plan         *jsonPlan                  `json:"plan,omitempty"`
@@ -105,7 +106,7 @@ type jsonOutputValue struct {
 //	   "who": "user@host", "version": "1.11.4", "created": "...", "info": ""},
 //	 "recovered_locks": [{"id": "...", ...}],
 //	 "instance_lock": {"pid": 4242, "host": "ci-7", "since": "..."},
-//	 "retries": 1, "init_skipped": false, "has_changes": true,
+//	 "retries": 1, "unchanged": false, "init_skipped": false, "has_changes": true,
 //	 "plan": {"file": "...", "json_file": "...", "destroy_plan": false,
 //	   "add": 1, "change": 0, "destroy": 0, "import": 0,
 //	   "changes": [{"address": "x.y", "actions": ["create"]}],
@@ -120,7 +121,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	j := jsonResult{
 		Unit: r.Unit, Status: r.Status, Error: errString(r.Err), Started: r.Started,
 		Duration: r.Duration.Seconds(), LockWait: r.LockWait.Seconds(),
-		InstanceLock: r.InstanceLock, Retries: r.Retries, InitSkipped: r.InitSkipped,
+		InstanceLock: r.InstanceLock, Retries: r.Retries, Unchanged: r.Unchanged, InitSkipped: r.InitSkipped,
 		HasChanges: r.HasChanges, Data: r.Data, Log: r.Log,
 	}
 	if l := r.StateLock; l != nil {
@@ -158,7 +159,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	*r = Result{
 		Unit: j.Unit, Status: j.Status, Err: stringErr(j.Error), Started: j.Started,
 		Duration: seconds(j.Duration), LockWait: seconds(j.LockWait), InstanceLock: j.InstanceLock,
-		Retries: j.Retries, InitSkipped: j.InitSkipped, HasChanges: j.HasChanges, Data: j.Data, Log: j.Log,
+		Retries: j.Retries, Unchanged: j.Unchanged, InitSkipped: j.InitSkipped, HasChanges: j.HasChanges, Data: j.Data, Log: j.Log,
 	}
 	if l := j.StateLock; l != nil {
 		r.StateLock = &StateLock{ID: l.ID, Path: l.Path, Operation: l.Operation, Who: l.Who, Version: l.Version, Created: l.Created, Info: l.Info}

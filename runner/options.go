@@ -49,17 +49,18 @@ type config struct {
 	events       func(Event)
 	logger       *slog.Logger
 
-	workdirs     *workdir.Manager
-	cache        *pluginc.Cache
-	tfPath       string
-	finder       func(ctx context.Context) (string, error)
-	lockTimeout  time.Duration
-	output       io.Writer
-	logDir       string
-	grace        time.Duration
-	retry        RetryPolicy
-	stop         *Stop
-	recoverLocks bool
+	workdirs      *workdir.Manager
+	cache         *pluginc.Cache
+	tfPath        string
+	finder        func(ctx context.Context) (string, error)
+	lockTimeout   time.Duration
+	output        io.Writer
+	logDir        string
+	grace         time.Duration
+	retry         RetryPolicy
+	stop          *Stop
+	recoverLocks  bool
+	skipUnchanged bool
 }
 
 // WithParallelism sets how many units may run at once (n >= 1).
@@ -286,4 +287,19 @@ func WithStop(s *Stop) Option {
 // Recovered locks are listed in Result.RecoveredLocks.
 func WithStaleLockRecovery() Option {
 	return optionFunc(func(c *config) error { c.recoverLocks = true; return nil })
+}
+
+// WithSkipUnchanged makes Apply skip a unit whose inputs are identical to
+// those of that instance's last successful apply: the workdir's content
+// (the component, every local module it reaches, however deep, and the
+// generated files, variable files included), the lock file, terraform's
+// kind and version, the workspace, the arguments, the unit's Env and the
+// process's TF_VAR_*. Such a unit runs no terraform at all and is
+// reported Succeeded with Result.Unchanged. It is for CI runs that only
+// want what changed: drift in the real infrastructure, or a remote
+// module whose version constraint now resolves to a newer release, is
+// not an input and is not seen. See also Affected, which maps changed
+// file paths to units.
+func WithSkipUnchanged() Option {
+	return optionFunc(func(c *config) error { c.skipUnchanged = true; return nil })
 }

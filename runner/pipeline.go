@@ -157,6 +157,23 @@ func (x *unitRun) pipeline(ctx context.Context) error {
 	}
 	x.env = unitEnv(processEnv(), x.w.Env(), st.cliConfig, x.u.Env)
 	x.tf = &tfProcess{path: x.rs.eng.Path, dir: x.dir, env: environ(x.env), grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out}
+	applying := x.rs.cmd.kind == kindApply
+	var inputs string
+	if applying {
+		inputs = x.inputsDigest()
+		if x.rs.cfg.skipUnchanged && x.unchanged(inputs) {
+			x.res.Unchanged = true
+			x.out.note("unchanged since the last successful apply; skipped")
+			return nil
+		}
+	}
+	// A record of the last apply's inputs only ever describes state that
+	// apply produced: any command that may change state drops it first.
+	if applying || x.rs.cmd.kind == kindApplyPlan || x.rs.cmd.kind == kindDestroy || x.rs.cmd.kind == kindStep {
+		if err := x.forgetApplied(); err != nil {
+			return fmt.Errorf("forget the last apply's inputs: %w", err)
+		}
+	}
 	force := x.rs.cmd.kind == kindInit
 	if err := x.initialize(ctx, manifest, force); err != nil {
 		return err
@@ -174,6 +191,11 @@ func (x *unitRun) pipeline(ctx context.Context) error {
 			return err
 		}
 		err = x.command(ctx)
+	}
+	if err == nil && applying {
+		if rerr := x.recordApplied(inputs); rerr != nil {
+			x.out.note("cannot record this apply's inputs: " + rerr.Error())
+		}
 	}
 	return err
 }

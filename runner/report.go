@@ -50,6 +50,9 @@ type Result struct {
 	InstanceLock *workdir.Holder
 	// Retries counts the attempts repeated after transient errors.
 	Retries int
+	// Unchanged is set when WithSkipUnchanged skipped the unit because
+	// its inputs are those of its last successful apply.
+	Unchanged bool
 	// InitSkipped is set when terraform init was not run because nothing
 	// it depends on changed since the instance's last successful init.
 	InitSkipped bool

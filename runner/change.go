@@ -1,0 +1,156 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/modtree"
+)
+
+// appliedName records, in an instance's data dir, the inputs of its last
+// successful apply, for WithSkipUnchanged.
+const appliedName = "tfisolate-applied.json"
+
+type appliedRecord struct {
+	Inputs string `json:"inputs"`
+}
+
+// inputsDigest covers everything an apply of the unit reads that the
+// runner can see: the workdir's content (the component, every local
+// module it reaches, the generated files: workdir.Workdir.Digest), the
+// lock file, the engine and its version, the workspace, the arguments,
+// the unit's own environment and the TF_VAR_* of the process.
+func (x *unitRun) inputsDigest() string {
+	h := sha256.New()
+	field := func(name string, v []byte) {
+		fmt.Fprintf(h, "%s %d\n", name, len(v))
+		h.Write(v)
+	}
+	field("workdir", []byte(x.w.Digest))
+	lock, _ := os.ReadFile(filepath.Join(x.dir, lockFileName))
+	field("lockfile", lock)
+	field("engine", []byte(string(x.rs.eng.Kind)+" "+x.rs.eng.Version.String()))
+	field("workspace", []byte(x.u.Workspace))
+	args, _ := json.Marshal(x.u.Args)
+	field("args", args)
+	for _, k := range slices.Sorted(maps.Keys(x.env)) {
+		if strings.HasPrefix(k, "TF_VAR_") || x.u.Env[k] != "" {
+			field("env "+k, []byte(x.env[k]))
+		}
+	}
+	for _, f := range x.u.Args.VarFiles {
+		// Var files outside the workdir are not in its digest.
+		p := f
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(x.dir, p)
+		}
+		b, _ := os.ReadFile(p)
+		field("varfile "+f, b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// unchanged reports whether the unit's inputs are those of its last
+// successful apply.
+func (x *unitRun) unchanged(inputs string) bool {
+	b, err := os.ReadFile(filepath.Join(x.w.DataDir, appliedName))
+	if err != nil {
+		return false
+	}
+	var rec appliedRecord
+	return json.Unmarshal(b, &rec) == nil && rec.Inputs == inputs
+}
+
+// recordApplied records the inputs of a successful apply; an apply that
+// failed, or any other command, removes the record first.
+func (x *unitRun) recordApplied(inputs string) error {
+	b, _ := json.Marshal(appliedRecord{Inputs: inputs})
+	return atomicfile.WriteFile(filepath.Join(x.w.DataDir, appliedName), b, 0o644)
+}
+
+func (x *unitRun) forgetApplied() error {
+	err := os.Remove(filepath.Join(x.w.DataDir, appliedName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Affected returns the IDs of the units that a change to any of paths
+// can affect: paths inside a unit's component directory or inside a
+// local module it reaches (through any number of module calls, found
+// with the same module walk the workdir uses), or naming one of its
+// absolute var files. Relative paths are taken relative to base (for
+// example a repository root, with the output of git diff --name-only).
+// Symlinks are resolved on both sides. Units are returned in the order
+// given; generated files and variables are not paths and are not seen.
+func Affected(units []Unit, base string, paths ...string) ([]string, error) {
+	resolve := func(p string) string {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		p = filepath.Clean(p)
+		// A deleted file still affects its directory: resolve the
+		// longest existing parent.
+		rest := ""
+		for {
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				return filepath.Join(r, rest)
+			}
+			parent := filepath.Dir(p)
+			if parent == p {
+				return filepath.Join(p, rest)
+			}
+			rest = filepath.Join(filepath.Base(p), rest)
+			p = parent
+		}
+	}
+	changed := make([]string, len(paths))
+	for i, p := range paths {
+		if p == "" {
+			return nil, fmt.Errorf("%w: Affected: empty path", ErrBadOption)
+		}
+		changed[i] = resolve(p)
+	}
+	var out []string
+	for i := range units {
+		u := &units[i]
+		if u.Workdir.Source == "" {
+			return nil, fmt.Errorf("%w: unit %s has no source", ErrInvalidUnit, u.id())
+		}
+		tree := modtree.Walk(resolve(u.Workdir.Source))
+		var dirs []string
+		for _, d := range tree.LocalDirs() {
+			dirs = append(dirs, resolve(d))
+		}
+		files := map[string]bool{}
+		for _, f := range u.Args.VarFiles {
+			if filepath.IsAbs(f) {
+				files[resolve(f)] = true
+			}
+		}
+	next:
+		for _, c := range changed {
+			if files[c] {
+				out = append(out, u.id())
+				break
+			}
+			for _, d := range dirs {
+				if c == d || strings.HasPrefix(c, d+string(filepath.Separator)) {
+					out = append(out, u.id())
+					break next
+				}
+			}
+		}
+	}
+	return out, nil
+}

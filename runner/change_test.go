@@ -1,0 +1,141 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/pluginc"
+)
+
+// deepComponent calls a local module that calls another one: component
+// -> ../modules/outer -> ../inner.
+var deepComponent = map[string]string{
+	"component/main.tf": itemComponent + `
+module "outer" { source = "../modules/outer" }
+`,
+	"modules/outer/main.tf": `module "inner" { source = "../inner" }`,
+	"modules/inner/main.tf": `output "v" { value = "one" }`,
+}
+
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		writeTestFile(t, filepath.Join(root, filepath.FromSlash(name)), body)
+	}
+}
+
+// TestSkipUnchanged: after a successful apply, an unchanged unit runs no
+// terraform at all; a change in a local module two levels down, in a
+// generated tfvars file, or in the lock file makes it run again.
+func TestSkipUnchanged(t *testing.T) {
+	w := newWorld(t)
+	wrapper, calls := countingTerraform(t, w.tf)
+	repo := filepath.Join(w.dir, "repo")
+	writeTree(t, repo, deepComponent)
+	src := filepath.Join(repo, "component")
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "skip", src, files(t, map[string]any{"name": "a"}, filepath.Join(w.dir, "skip.tfstate")))}
+	cache := w.cache
+	run := func(t *testing.T) Result {
+		t.Helper()
+		r, err := New(WithWorkdirs(w.wd), WithPluginCache(cache), WithTerraform(wrapper), WithSkipUnchanged())
+		require.NoError(t, err)
+		rep, err := r.Run(testCtx(t), Apply, u)
+		require.NoError(t, err)
+		return rep.Results[0]
+	}
+	first := run(t)
+	require.False(t, first.Unchanged)
+	require.Equal(t, []string{"init", "apply"}, calls())
+
+	same := run(t)
+	require.True(t, same.Unchanged)
+	require.Equal(t, Succeeded, same.Status)
+	require.Empty(t, calls(), "an unchanged unit starts no terraform process")
+
+	t.Run("local module two levels down", func(t *testing.T) {
+		writeTestFile(t, filepath.Join(repo, "modules", "inner", "main.tf"), `output "v" { value = "two" }`)
+		require.False(t, run(t).Unchanged)
+		require.Contains(t, calls(), "apply")
+		require.True(t, run(t).Unchanged)
+		calls()
+	})
+	t.Run("generated tfvars file", func(t *testing.T) {
+		u.Workdir.Files["terraform.tfvars.json"] = []byte(`{"name": "b"}`)
+		require.False(t, run(t).Unchanged)
+		require.Contains(t, calls(), "apply")
+		require.True(t, run(t).Unchanged)
+		calls()
+	})
+	t.Run("lock file", func(t *testing.T) {
+		// A newer release appears and the component's lock file, which
+		// pinned the old one, is dropped: the lock file now names the
+		// newer release.
+		lock := lockFileOf(t, w, "plat-ue2-dev", "skip")
+		writeTestFile(t, filepath.Join(src, lockFileName), string(lock))
+		run(t) // committing the lock file is a change to the source
+		require.True(t, run(t).Unchanged)
+		calls()
+		bin := testprovider.Build(t)
+		zip, err := os.ReadFile(bin.Zip(t, "1.1.0"))
+		require.NoError(t, err)
+		w.reg.MustAdd(t, testregistry.Package{Namespace: testprovider.Namespace, Type: testprovider.Type,
+			Version: "1.1.0", Platform: testprovider.Platform, Zip: zip})
+		// A new Cache lists versions afresh.
+		cache, err = pluginc.Open(w.cache.Dir(), pluginc.WithSource(pluginc.Registry()), pluginc.WithHTTPClient(w.reg.HTTPClient()))
+		require.NoError(t, err)
+		require.NoError(t, os.Remove(filepath.Join(src, lockFileName)))
+		res := run(t)
+		require.False(t, res.Unchanged)
+		require.Contains(t, calls(), "apply")
+		after := lockFileOf(t, w, "plat-ue2-dev", "skip")
+		require.Contains(t, string(after), `version     = "1.1.0"`)
+	})
+}
+
+// TestAffected maps changed file paths to exactly the units that reach
+// them through their component or local modules.
+func TestAffected(t *testing.T) {
+	repo := t.TempDir()
+	writeTree(t, repo, map[string]string{
+		"components/app/main.tf":   `module "net" { source = "../../modules/net" }`,
+		"components/db/main.tf":    `module "base" { source = "../../modules/base" }`,
+		"components/web/main.tf":   `resource "terraform_data" "x" {}`,
+		"modules/net/main.tf":      `module "base" { source = "../base" }`,
+		"modules/base/main.tf":     `output "o" { value = 1 }`,
+		"modules/unused/main.tf":   `output "o" { value = 1 }`,
+		"vars/app-prod.tfvars":     `x = 1`,
+		"components/web/README.md": `docs`,
+	})
+	units := []Unit{
+		{ID: "app", Workdir: workdirSpec("s", "app", filepath.Join(repo, "components/app"), nil),
+			Args: Args{VarFiles: []string{filepath.Join(repo, "vars/app-prod.tfvars")}}},
+		{ID: "db", Workdir: workdirSpec("s", "db", filepath.Join(repo, "components/db"), nil)},
+		{ID: "web", Workdir: workdirSpec("s", "web", filepath.Join(repo, "components/web"), nil)},
+	}
+	cases := []struct {
+		paths []string
+		want  []string
+	}{
+		{[]string{"modules/base/main.tf"}, []string{"app", "db"}}, // two levels down for app
+		{[]string{"modules/net/main.tf"}, []string{"app"}},
+		{[]string{"modules/unused/main.tf"}, nil},
+		{[]string{"components/web/README.md"}, []string{"web"}},
+		{[]string{"components/web/deleted.tf"}, []string{"web"}}, // a deleted file still counts
+		{[]string{"vars/app-prod.tfvars"}, []string{"app"}},
+		{[]string{"modules/base/main.tf", "components/web/main.tf"}, []string{"app", "db", "web"}},
+		{[]string{filepath.Join(repo, "modules/net/main.tf")}, []string{"app"}}, // absolute
+		{[]string{"components/webapp/main.tf"}, nil},                          // a sibling with a common prefix
+	}
+	for _, tc := range cases {
+		got, err := Affected(units, repo, tc.paths...)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "%v", tc.paths)
+	}
+	_, err := Affected(units, repo, "")
+	require.ErrorIs(t, err, ErrBadOption)
+}
