@@ -343,3 +343,34 @@ func TestOpenSweepsOrphans(t *testing.T) {
 	_, err = os.Stat(live)
 	require.NoError(t, err, "a locked package's temp file must be left alone")
 }
+
+// TestKilledWhileRepairing: a process SIGKILLed while it reinstalls a
+// damaged entry (its record deleted) leaves no entry anyone would use;
+// the next Ensure reinstalls and sweeps the leftovers.
+func TestKilledWhileRepairing(t *testing.T) {
+	f := startRegistry(t, 0, []string{"1.0.0", "1.1.0"})
+	cacheDir := t.TempDir()
+	req := Requirement{Provider: f.p, Constraints: "~> 1.0"}
+	pkgs, err := f.open(t, cacheDir).Ensure(context.Background(), req)
+	require.NoError(t, err)
+	v, _ := parseVersion("1.1.0")
+	c := f.open(t, cacheDir)
+	require.NoError(t, os.Remove(c.metaPath(f.p, v, testprovider.Platform)))
+
+	ch := startChild(t, f, "unpack", cacheDir)
+	ch.waitLine(t, markerUnpacking)
+	ch.kill(t)
+	_, err = os.Stat(pkgs[0].Dir)
+	require.True(t, os.IsNotExist(err), "the damaged entry was removed before the reinstall began")
+
+	c = f.open(t, cacheDir)
+	require.Empty(t, c.cachedProviders(), "no entry may be visible after a kill")
+	again, err := c.Ensure(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, pkgs, again)
+	require.Equal(t, Stats{Downloads: 1, Bytes: c.Stats().Bytes}, c.Stats(), "an absent entry: a plain install")
+	tmp, err := os.ReadDir(filepath.Join(cacheDir, stateDir, "tmp"))
+	require.NoError(t, err)
+	require.Empty(t, tmp, "leftovers must be swept")
+	require.Equal(t, 3, f.srv.Downloads(f.key("1.1.0")))
+}
