@@ -1,0 +1,67 @@
+// Package modstore is a content-addressed store of directory trees (the
+// remote module trees `terraform get` fetches) that any number of
+// goroutines and processes on one machine can share safely. It knows
+// nothing of terraform: a caller names a tree by a key, any string, and
+// gives Get a function that writes the tree when the store lacks it.
+//
+//	s, err := modstore.Open(dir, modstore.WithLogger(log))
+//	tree, filled, err := s.Get(ctx, key, func(ctx context.Context, dir string) error {
+//		return fetchInto(ctx, dir) // write the tree into dir
+//	})
+//	// copy what you need out of tree; never write into it
+//
+// Layout of the store directory DIR (<hash> is the hex SHA-256 of a key):
+//
+//	DIR/<hash>/tree/                  the tree fill wrote: what Get returns
+//	DIR/<hash>/manifest.json          the key and every path's type, mode, size, SHA-256
+//	DIR/.modstore/locks/<hash>.lock   one flock per key, never deleted
+//	DIR/.modstore/tmp/<hash>.*        fills under way, or leftovers of dead ones
+//
+// Guarantees:
+//
+//   - An entry is either absent or complete. fill writes into a fresh temp
+//     dir in DIR/.modstore/tmp (the store's own filesystem); the tree is
+//     then recorded in a manifest (every directory, regular file and
+//     symlink: path, mode, size, SHA-256 of the content, symlink target),
+//     made durable (syncfs), and the entry is renamed into place as
+//     DIR/<hash> in one step. A process killed at any point, inside fill
+//     or after, leaves either no entry or a complete one: a partial tree
+//     is never handed out. Its temp dirs are removed by the next Get of
+//     the same key, under that key's lock (so never a live process's),
+//     and by Open for every key whose lock is free.
+//   - fill runs at most once at a time per key across every goroutine and
+//     process using DIR: Get calls of one Store share one attempt
+//     (internal/flight), processes (and Stores) take the key's flock in
+//     DIR/.modstore/locks, and whoever waited gets the finished entry
+//     without filling again. Waiting honours the caller's context: a Get
+//     whose ctx ends while another process fills returns ctx's error.
+//   - A failed fill stores nothing: its error is returned (wrapped in
+//     ErrFill, naming the key; shared with the Get calls of the same
+//     Store waiting for it), its temp dir is removed, and the next Get
+//     fills again. A tree holding anything but directories, regular files
+//     and symlinks is refused with ErrBadTree.
+//   - Every entry is checked against its manifest before it is handed out:
+//     cheaply by default (the same paths, types, modes, sizes and symlink
+//     targets, and every file's change stamp -- inode, mtime, ctime -- so
+//     a rewrite that keeps the size is noticed without reading any file,
+//     as far as the filesystem's timestamp granularity allows), or by
+//     hashing every file with WithFullCheck, which sees every change. An entry whose stamps moved
+//     but whose content still matches (a restore from backup, a touch) is
+//     re-verified by hashing under the key's lock and kept. Anything else
+//     -- a file removed, added or changed, a manifest missing, unreadable
+//     or naming another key -- makes the entry damaged: it is moved out
+//     of the way in one rename and refilled under the key's lock, never
+//     handed out. A SHA-256 collision of two keys therefore cannot mix
+//     their trees.
+//
+// Entries are read-only to callers. The directory Get returns is shared
+// by every user of the store: copy what you need out of it (a new inode
+// per file, as a plain or reflink copy makes; never a hard link, which
+// would let a write to the copy change the entry) and never write, chmod
+// or remove anything in it. The check is made when Get returns: a copy
+// taken while someone else damages the entry (or while another process,
+// having found it damaged, replaces it) is not protected by it.
+//
+// Stats counts fills, hits, waits for another process and repairs of
+// damaged entries. The store logs nothing unless given WithLogger.
+package modstore
