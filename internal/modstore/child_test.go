@@ -1,0 +1,316 @@
+package modstore
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Environment of a child process.
+const (
+	envDir     = "MODSTORE_CHILD_DIR"     // the store directory
+	envKey     = "MODSTORE_CHILD_KEY"     // the key every Get asks for
+	envCount   = "MODSTORE_CHILD_COUNT"   // file each fill appends a line to
+	envContent = "MODSTORE_CHILD_CONTENT" // what the fill writes into its files
+	envPoint   = "MODSTORE_CHILD_POINT"   // crash role: where to stall until killed
+	envResult  = "MODSTORE_CHILD_RESULT"  // race role: where to write childResult
+)
+
+// raceGoroutines is how many goroutines of one race child call Get.
+const raceGoroutines = 4
+
+// childResult is what a race child reports.
+type childResult struct {
+	Gets  []childGet
+	Stats Stats
+}
+
+type childGet struct {
+	Dir    string
+	Filled bool
+	Tree   map[string]string // readTree of Dir
+}
+
+// runChild is the body of a re-executed test binary. Its inputs come from
+// the environment; it talks to the parent through stdin and stdout lines.
+func runChild(role string) int {
+	if err := child(role); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 1
+	}
+	return 0
+}
+
+func child(role string) error {
+	s, err := Open(os.Getenv(envDir))
+	if err != nil {
+		return err
+	}
+	key, content := os.Getenv(envKey), os.Getenv(envContent)
+	in := bufio.NewReader(os.Stdin)
+	ctx := context.Background()
+	switch role {
+	case "race":
+		// Every Get of this process must be past its first look at the
+		// disk before this process fills or reports that it waits, so the
+		// four processes' sixteen Gets provably overlap.
+		slow := make(chan struct{}, raceGoroutines)
+		s.testHookSlow = func() { slow <- struct{}{} }
+		allIn := sync.OnceFunc(func() {
+			for range raceGoroutines {
+				<-slow
+			}
+		})
+		var printWaiting sync.Once
+		s.testHookWait = func() {
+			allIn()
+			printWaiting.Do(func() { fmt.Println("waiting") })
+		}
+		fill := func(ctx context.Context, dir string) error {
+			appendLine(os.Getenv(envCount), fmt.Sprint(os.Getpid()))
+			allIn()
+			fmt.Println("filling")
+			if line, _ := in.ReadString('\n'); line != "go\n" { // held until the others wait
+				return fmt.Errorf("want go, got %q", line)
+			}
+			return writeTree(dir, content)
+		}
+		fmt.Println("ready")
+		if line, _ := in.ReadString('\n'); line != "start\n" {
+			return fmt.Errorf("want start, got %q", line)
+		}
+		res := childResult{Gets: make([]childGet, raceGoroutines)}
+		errs := make([]error, raceGoroutines)
+		var wg sync.WaitGroup
+		for i := range raceGoroutines {
+			wg.Go(func() {
+				g := &res.Gets[i]
+				if g.Dir, g.Filled, errs[i] = s.Get(ctx, key, fill); errs[i] == nil {
+					g.Tree, errs[i] = readTree(g.Dir)
+				}
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		res.Stats = s.Stats()
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(os.Getenv(envResult), b, 0o644)
+
+	case "crash":
+		point := os.Getenv(envPoint)
+		stall := func(p string) {
+			if p == point {
+				fmt.Println("at " + p)
+				select {} // until SIGKILL
+			}
+		}
+		s.testHookPoint = stall
+		_, _, err := s.Get(ctx, key, func(ctx context.Context, dir string) error {
+			appendLine(os.Getenv(envCount), fmt.Sprint(os.Getpid()))
+			// Half a tree, then stall: what a kill mid-fetch leaves.
+			if err := os.WriteFile(filepath.Join(dir, "partial"), []byte(content), 0o644); err != nil {
+				return err
+			}
+			stall("fill")
+			if err := os.Remove(filepath.Join(dir, "partial")); err != nil {
+				return err
+			}
+			return writeTree(dir, content)
+		})
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("get returned without stalling at %q", point)
+
+	case "hold":
+		_, _, err := s.Get(ctx, key, func(ctx context.Context, dir string) error {
+			appendLine(os.Getenv(envCount), fmt.Sprint(os.Getpid()))
+			fmt.Println("filling")
+			_, _ = io.Copy(io.Discard, in) // held until the parent closes stdin
+			return writeTree(dir, content)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Println("done")
+		return nil
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
+
+// writeTree writes the tree every test fill writes: a file, a file in a
+// subdirectory, an executable, an empty directory and a symlink.
+func writeTree(dir, content string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "sub", "empty"), 0o755); err != nil {
+		return err
+	}
+	files := []struct {
+		path string
+		perm os.FileMode
+	}{{"main.tf", 0o644}, {"sub/a.tf", 0o644}, {"sub/run.sh", 0o755}}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(f.path)), []byte(content+" "+f.path+"\n"), f.perm); err != nil {
+			return err
+		}
+	}
+	return os.Symlink("a.tf", filepath.Join(dir, "sub", "link.tf"))
+}
+
+// readTree returns every path of the tree at dir: file content, "dir" or
+// "-> target", with permissions.
+func readTree(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			out[filepath.ToSlash(rel)] = "dir " + fi.Mode().Perm().String()
+		case d.Type()&os.ModeSymlink != 0:
+			t, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			out[filepath.ToSlash(rel)] = "-> " + t
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[filepath.ToSlash(rel)] = fi.Mode().Perm().String() + " " + string(b)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// wantTree is readTree of what writeTree(dir, content) writes.
+func wantTree(content string) map[string]string {
+	return map[string]string{
+		"main.tf":     "-rw-r--r-- " + content + " main.tf\n",
+		"sub":         "dir -rwxr-xr-x",
+		"sub/empty":   "dir -rwxr-xr-x",
+		"sub/a.tf":    "-rw-r--r-- " + content + " sub/a.tf\n",
+		"sub/run.sh":  "-rwxr-xr-x " + content + " sub/run.sh\n",
+		"sub/link.tf": "-> a.tf",
+	}
+}
+
+// appendLine appends a line with O_APPEND, which is atomic for one small
+// write, so processes counting fills never lose a line.
+func appendLine(p, line string) {
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		panic(err)
+	}
+}
+
+// countLines returns how many lines the file at p has (0 if it is absent).
+func countLines(t *testing.T, p string) int {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	require.NoError(t, err)
+	return strings.Count(string(b), "\n")
+}
+
+// proc is a running child with line-oriented pipes.
+type proc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string // stdout, line by line, closed at EOF
+}
+
+func startChild(t *testing.T, role string, env ...string) *proc {
+	t.Helper()
+	// The timeout only keeps a broken test from hanging forever.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+role)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	p := &proc{cmd: cmd, stdin: stdin, lines: make(chan string, 64)}
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		p.drain()
+		_ = p.cmd.Wait()
+	})
+	return p
+}
+
+// next waits for the child's next stdout line.
+func (p *proc) next(t *testing.T) string {
+	t.Helper()
+	l, ok := <-p.lines
+	require.True(t, ok, "child exited early")
+	return l
+}
+
+// expect waits for the child's next stdout line and checks it.
+func (p *proc) expect(t *testing.T, want string) {
+	t.Helper()
+	require.Equal(t, want, p.next(t))
+}
+
+func (p *proc) drain() {
+	for range p.lines {
+	}
+}
+
+// wait waits for the child to exit and fails the test unless it succeeded.
+func (p *proc) wait(t *testing.T) {
+	t.Helper()
+	p.drain()
+	require.NoError(t, p.cmd.Wait())
+}
+
+// kill SIGKILLs the child and reaps it.
+func (p *proc) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Kill())
+	p.drain()
+	_ = p.cmd.Wait()
+}

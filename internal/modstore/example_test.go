@@ -1,0 +1,39 @@
+package modstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tfisolate/tfisolate/internal/modstore"
+)
+
+func Example() {
+	root, err := os.MkdirTemp("", "modstore-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(root)
+	s, err := modstore.Open(root)
+	if err != nil {
+		panic(err)
+	}
+	fetch := func(ctx context.Context, dir string) error {
+		// In real use: fetch the module tree into dir.
+		return os.WriteFile(filepath.Join(dir, "main.tf"), []byte("# vpc 1.2.3\n"), 0o644)
+	}
+	for range 2 {
+		dir, filled, err := s.Get(context.Background(), "vpc 1.2.3", fetch)
+		if err != nil {
+			panic(err)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "main.tf")) // read or copy out; never write
+		fmt.Printf("filled=%t %s", filled, b)
+	}
+	fmt.Printf("%+v\n", s.Stats())
+	// Output:
+	// filled=true # vpc 1.2.3
+	// filled=false # vpc 1.2.3
+	// {Fills:1 Hits:1 Waits:0 Repairs:0}
+}
