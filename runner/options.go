@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/queue"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
@@ -185,6 +186,18 @@ func WithTerraform(execPath string) Option {
 			return fmt.Errorf("%w: WithTerraform(\"\")", ErrBadOption)
 		}
 		c.tfPath = execPath
+		return nil
+	})
+}
+
+// WithOpenTofu makes the first Run look for OpenTofu's tofu on PATH
+// instead of terraform (WithTerraform wins over it; of WithOpenTofu and
+// WithFinder, the one given last). Short
+// provider addresses then resolve on OpenTofu's registry, and lock files
+// and the CLI config are written for it.
+func WithOpenTofu() Option {
+	return optionFunc(func(c *config) error {
+		c.finder = func(ctx context.Context) (string, error) { return engine.Find(ctx, engine.OpenTofu, "") }
 		return nil
 	})
 }

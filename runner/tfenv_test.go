@@ -1,0 +1,89 @@
+package runner
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
+)
+
+const varComponent = `
+variable "x" { type = string }
+output "x" { value = var.x }
+`
+
+// plainTerraformOutput applies dir with plain terraform in the test's
+// environment and returns output x, as a shell user would get it.
+func plainTerraformOutput(t *testing.T, tf, dir string) string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "empty.tfrc")
+	require.NoError(t, os.WriteFile(cfg, nil, 0o644))
+	env := append(testenv.TerraformEnv(cfg), "TF_DATA_DIR="+filepath.Join(t.TempDir(), "data"))
+	for _, args := range [][]string{{"init", "-input=false"}, {"apply", "-auto-approve", "-input=false"}} {
+		cmd := exec.Command(tf, args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	cmd := exec.Command(tf, "output", "-raw", "x")
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	return string(out)
+}
+
+// TestTFVarPrecedence: TF_VAR_* from the environment reaches terraform,
+// and a value in terraform.tfvars or an auto.tfvars file wins over it,
+// exactly as plain terraform decides.
+func TestTFVarPrecedence(t *testing.T) {
+	w := newWorld(t)
+	t.Setenv("TF_VAR_x", "from-env")
+	cases := []struct {
+		name  string
+		files map[string][]byte
+		want  string
+	}{
+		{"environment only", nil, "from-env"},
+		{"terraform.tfvars wins", map[string][]byte{"terraform.tfvars": []byte(`x = "from-tfvars"`)}, "from-tfvars"},
+		{"auto.tfvars wins", map[string][]byte{"z.auto.tfvars.json": []byte(`{"x": "from-auto"}`)}, "from-auto"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := w.component(t, "vars-"+filepath.Base(t.Name()), varComponent)
+			r := w.runner(t)
+			rep, err := r.Run(testCtx(t), Apply, Unit{Workdir: workdirSpec("plat-ue2-dev", "vars/"+filepath.Base(t.Name()), src, tc.files)})
+			require.NoError(t, err)
+			var got string
+			require.NoError(t, json.Unmarshal(rep.Results[0].Outputs["x"].Value, &got))
+			require.Equal(t, tc.want, got)
+
+			// The same configuration under plain terraform.
+			plain := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(plain, "main.tf"), []byte(varComponent), 0o644))
+			for name, b := range tc.files {
+				require.NoError(t, os.WriteFile(filepath.Join(plain, name), b, 0o644))
+			}
+			require.Equal(t, plainTerraformOutput(t, w.tf, plain), got)
+		})
+	}
+}
+
+// TestTFLogHonoured: TF_LOG and TF_LOG_PATH in the environment make
+// terraform write its log where they say, as plain terraform does.
+func TestTFLogHonoured(t *testing.T) {
+	w := newWorld(t)
+	logPath := filepath.Join(t.TempDir(), "tf.log")
+	t.Setenv("TF_LOG", "DEBUG")
+	t.Setenv("TF_LOG_PATH", logPath)
+	src := w.component(t, "logged", `output "o" { value = 1 }`)
+	_, err := w.runner(t).Run(testCtx(t), Apply, Unit{Workdir: workdirSpec("plat-ue2-dev", "logged", src, nil)})
+	require.NoError(t, err)
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "[DEBUG]")
+}
