@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/tfisolate/tfisolate/internal/modtree"
-	"github.com/tfisolate/tfisolate/workdir"
 )
 
 // modulesDir is where terraform installs modules under TF_DATA_DIR, and
@@ -22,9 +23,9 @@ const (
 // modSnapshot is a leader's fetched modules directory, copied out of its
 // data dir into the run's private directory, which no terraform writes.
 type modSnapshot struct {
-	dir     string // the copy: manifest and module dirs
-	origin  string // the leader's DATADIR/modules the manifest's Dirs point into
-	workdir string // the leader's working dir, against which relative Dirs resolve
+	Dir     string `json:"-"`       // the copy: manifest and module dirs
+	Origin  string `json:"origin"`  // the leader's DATADIR/modules the manifest's Dirs point into
+	Workdir string `json:"workdir"` // the leader's working dir, against which relative Dirs resolve
 }
 
 // moduleKey returns what decides the result of `terraform get` for a
@@ -54,7 +55,7 @@ func (x *unitRun) modules(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	snap, leader, err := x.rs.modFlights.Do(ctx, key, x.id, func() (modSnapshot, error) {
-		snap, err := x.fetchModules(ctx, w)
+		snap, err := x.snapshotModules(ctx, key)
 		if err != nil {
 			return snap, fmt.Errorf("%w: %w", ErrModules, err)
 		}
@@ -76,10 +77,61 @@ func (x *unitRun) modules(ctx context.Context) (string, error) {
 	return filepath.Join(w.DataDir, modulesDir, manifestName), nil
 }
 
-// fetchModules is the leader's work: terraform get, with the unit's own
-// environment (with the cache's CLI config, as its terraform init will
-// have), in the unit's own workdir, then a snapshot of the result.
-func (x *unitRun) fetchModules(ctx context.Context, w *workdir.Workdir) (modSnapshot, error) {
+// snapshotModules is the leader's work: the modules directory terraform
+// get produces for the unit's module calls. With a module store it comes
+// from the store, fetched once per machine (once per engine, version and
+// module key, across processes); without one, or with Args.Upgrade
+// (which must fetch afresh), it is fetched into the Run's private dir.
+func (x *unitRun) snapshotModules(ctx context.Context, key string) (modSnapshot, error) {
+	store := x.rs.modStore
+	if store == nil || x.u.Args.Upgrade {
+		tmp, err := os.MkdirTemp(x.rs.tmp, "modules-*")
+		if err != nil {
+			return modSnapshot{}, fmt.Errorf("snapshot modules: %w", err)
+		}
+		return x.fetchModules(ctx, filepath.Join(tmp, modulesDir))
+	}
+	e := x.rs.eng
+	storeKey := string(e.Kind) + " " + e.Version.String() + "\n" + key
+	dir, filled, err := store.Get(ctx, storeKey, func(ctx context.Context, dst string) error {
+		snap, err := x.fetchModules(ctx, dst)
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(snap)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, originName), b, 0o644)
+	})
+	if err != nil {
+		return modSnapshot{}, err
+	}
+	if !filled {
+		x.out.note("modules: taken from the module store, fetched before")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, originName))
+	if err != nil {
+		return modSnapshot{}, fmt.Errorf("module store entry %s: %w", dir, err)
+	}
+	var snap modSnapshot
+	if err := json.Unmarshal(b, &snap); err != nil {
+		return modSnapshot{}, fmt.Errorf("module store entry %s: %w", dir, err)
+	}
+	snap.Dir = dir
+	return snap, nil
+}
+
+// originName records, in a stored snapshot, where its manifest's paths
+// came from (the fetching unit's data dir and working dir), so that each
+// unit's copy can be rebased onto its own.
+const originName = ".tfisolate-origin.json"
+
+// fetchModules runs terraform get, with the unit's own environment (with
+// the cache's CLI config, as its terraform init will have), in the unit's
+// own workdir, and copies the result to dst.
+func (x *unitRun) fetchModules(ctx context.Context, dst string) (modSnapshot, error) {
+	w := x.w
 	cliConfig := ""
 	if x.rs.cfg.cache != nil {
 		var err error
@@ -97,15 +149,10 @@ func (x *unitRun) fetchModules(ctx context.Context, w *workdir.Workdir) (modSnap
 		return modSnapshot{}, err
 	}
 	origin := filepath.Join(w.DataDir, modulesDir)
-	tmp, err := os.MkdirTemp(x.rs.tmp, "modules-*")
-	if err != nil {
+	if err := copyTree(dst, origin); err != nil {
 		return modSnapshot{}, fmt.Errorf("snapshot modules: %w", err)
 	}
-	snap := filepath.Join(tmp, modulesDir)
-	if err := copyTree(snap, origin); err != nil {
-		return modSnapshot{}, fmt.Errorf("snapshot modules: %w", err)
-	}
-	return modSnapshot{dir: snap, origin: origin, workdir: w.Dir}, nil
+	return modSnapshot{Dir: dst, Origin: origin, Workdir: w.Dir}, nil
 }
 
 // installModules gives dataDir its own copy of the snapshot, its manifest
@@ -116,11 +163,11 @@ func (x *unitRun) fetchModules(ctx context.Context, w *workdir.Workdir) (modSnap
 // The caller holds the instance lock, so nothing else writes dataDir.
 func installModules(snap modSnapshot, dataDir string) (bool, error) {
 	dst := filepath.Join(dataDir, modulesDir)
-	raw, err := os.ReadFile(filepath.Join(snap.dir, manifestName))
+	raw, err := os.ReadFile(filepath.Join(snap.Dir, manifestName))
 	if err != nil {
 		return false, err
 	}
-	want, err := rebaseManifest(raw, snap.origin, snap.workdir, dst)
+	want, err := rebaseManifest(raw, snap.Origin, snap.Workdir, dst)
 	if err != nil {
 		return false, err
 	}
@@ -141,7 +188,10 @@ func installModules(snap modSnapshot, dataDir string) (bool, error) {
 		return false, err
 	}
 	defer os.RemoveAll(tmp) // gone by rename on success
-	if err := copyTree(tmp, snap.dir); err != nil {
+	if err := copyTree(tmp, snap.Dir); err != nil {
+		return false, err
+	}
+	if err := os.Remove(filepath.Join(tmp, originName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, err
 	}
 	mf := filepath.Join(tmp, manifestName)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
@@ -62,6 +63,23 @@ type config struct {
 	stop          *Stop
 	recoverLocks  bool
 	skipUnchanged bool
+	moduleStore   string
+}
+
+// moduleStoreDir is where remote modules are kept across Runs and
+// processes: WithModuleStore's dir, else beside the plugin cache's
+// packages (a dot dir, which terraform reading the cache as a mirror
+// skips), else none.
+func (c *config) moduleStoreDir() string {
+	switch {
+	case c.moduleStore == "-":
+		return ""
+	case c.moduleStore != "":
+		return c.moduleStore
+	case c.cache != nil:
+		return filepath.Join(c.cache.Dir(), ".modules")
+	}
+	return ""
 }
 
 // WithParallelism sets how many units may run at once (n >= 1).
@@ -315,4 +333,23 @@ func WithStaleLockRecovery() Option {
 // file paths to units.
 func WithSkipUnchanged() Option {
 	return optionFunc(func(c *config) error { c.skipUnchanged = true; return nil })
+}
+
+// WithModuleStore keeps fetched remote modules in dir, shared by every
+// Run and every process on the machine that uses it: each set of module
+// calls is fetched once per engine version, under a per-key flock, into
+// a temp dir that is verified and renamed into place, so a process killed
+// mid-fetch leaves nothing a later Run would use. Without it the store is
+// DIR/.modules beside the plugin cache's packages when there is one;
+// "-" turns the store off (modules are fetched once per Run). A stored
+// set is reused as is: a module source that names a moving target (a
+// branch, a version range) is fetched again only with Args.Upgrade.
+func WithModuleStore(dir string) Option {
+	return optionFunc(func(c *config) error {
+		if dir == "" {
+			return fmt.Errorf("%w: WithModuleStore(\"\")", ErrBadOption)
+		}
+		c.moduleStore = dir
+		return nil
+	})
 }

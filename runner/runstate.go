@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/flight"
+	"github.com/tfisolate/tfisolate/internal/modstore"
 	"github.com/tfisolate/tfisolate/internal/queue"
 )
 
@@ -34,6 +35,7 @@ type runState struct {
 	tmpLock *flock.Flock
 	kill    <-chan struct{}
 
+	modStore   *modstore.Store           // remote modules across processes; nil: once per Run
 	flights    flight.Group[setup]       // provider setup, once per requirement set
 	modFlights flight.Group[modSnapshot] // remote modules, once per module key
 }
@@ -63,6 +65,12 @@ func (r *Runner) newRunState(cmd Command, eng engine.Info, units []Unit, g *queu
 	}
 	if r.cfg.stop != nil {
 		rs.kill = r.cfg.stop.Killing()
+	}
+	if dir := r.cfg.moduleStoreDir(); dir != "" {
+		if rs.modStore, err = modstore.Open(dir, modstore.WithLogger(r.cfg.logger)); err != nil {
+			rs.close()
+			return nil, fmt.Errorf("open module store: %w", err)
+		}
 	}
 	return rs, nil
 }
