@@ -1,0 +1,252 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/workdir"
+)
+
+// sampleReport has every field of a Report and its Results set, with
+// durations that are exact in binary floating point.
+func sampleReport() Report {
+	created := time.Date(2026, 1, 2, 15, 4, 5, 123_000_000, time.UTC)
+	return Report{
+		Command:  "apply",
+		Engine:   Engine{Kind: "terraform", Version: "1.11.4", Path: "/usr/bin/terraform"},
+		Duration: 42125 * time.Millisecond,
+		Results: []Result{
+			{
+				Unit: "plat-ue2-dev/elasticache/redis-cluster-1", Status: Succeeded, Started: true,
+				Duration: 1500 * time.Millisecond, LockWait: 250 * time.Millisecond,
+				StateLock: &StateLock{ID: "0b9c5d3e-52a1", Path: "/s/redis.tfstate", Operation: "OperationTypeApply",
+					Who: "ci@runner-7", Version: "1.11.4", Created: created, Info: "held by CI"},
+				RecoveredLocks: []StateLock{{ID: "dead-1", Path: "/s/redis.tfstate", Operation: "OperationTypePlan", Who: "ci@runner-3", Created: created}},
+				InstanceLock:   &workdir.Holder{PID: 4242, Host: "ci-7", Since: created},
+				Retries:        2, InitSkipped: true, HasChanges: true,
+				Plan: &PlanSummary{File: "/w/plan.tfplan", JSONFile: "/w/plan.json", Add: 1, Change: 2, Destroy: 1, Import: 1,
+					Changes: []ResourceChange{
+						{Address: "tfitest_item.a", Actions: []string{"create"}, Importing: true},
+						{Address: "tfitest_item.b", Actions: []string{"delete", "create"}},
+					}, OutputChanges: true},
+				Outputs: map[string]OutputValue{
+					"id":       {Value: json.RawMessage(`"item-a"`), Type: json.RawMessage(`"string"`)},
+					"port":     {Value: json.RawMessage(`6379`), Type: json.RawMessage(`"number"`)},
+					"password": {Value: json.RawMessage(`"s3cr3t-value"`), Type: json.RawMessage(`"string"`), Sensitive: true},
+				},
+				Data: map[string]any{"resources": []any{"tfitest_item.a"}, "count": 1.0},
+				Log:  "/w/logs/apply.log",
+			},
+			{Unit: "plat-ue2-dev/app", Status: Failed, Started: true, Duration: 250 * time.Millisecond,
+				Err: fmt.Errorf("terraform apply: exit status 1: %w", errors.New("Error: boom"))},
+			{Unit: "plat-ue2-dev/web", Status: Skipped,
+				Err: fmt.Errorf("%w: %w: plat-ue2-dev/app did not succeed", ErrSkipped, ErrDependencyFailed)},
+		},
+	}
+}
+
+// TestReportJSONRoundTrip marshals a Report, checks the documented form
+// in the raw JSON, and unmarshals it back field by field.
+func TestReportJSONRoundTrip(t *testing.T) {
+	rep := sampleReport()
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "s3cr3t", "a sensitive value in the JSON form")
+	require.NotContains(t, string(b), `"Err"`)
+	require.NotContains(t, string(b), `{}`, "an error or value marshalled as an empty object")
+
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal(b, &raw))
+	require.Equal(t, "apply", raw["command"])
+	require.Equal(t, map[string]any{"kind": "terraform", "version": "1.11.4", "path": "/usr/bin/terraform"}, raw["engine"])
+	require.Equal(t, 42.125, raw["duration_seconds"])
+	require.Equal(t, map[string]any{"succeeded": 1.0, "failed": 1.0, "skipped": 1.0}, raw["counts"])
+	results := raw["results"].([]any)
+	require.Len(t, results, 3)
+	r0 := results[0].(map[string]any)
+	require.Equal(t, "succeeded", r0["status"])
+	require.Equal(t, 1.5, r0["duration_seconds"])
+	require.Equal(t, 0.25, r0["lock_wait_seconds"])
+	require.Equal(t, true, r0["started"])
+	require.Equal(t, 2.0, r0["retries"])
+	require.Equal(t, true, r0["init_skipped"])
+	require.Equal(t, true, r0["has_changes"])
+	require.NotContains(t, r0, "error", "no error key for a unit that succeeded")
+	require.Equal(t, map[string]any{"id": "0b9c5d3e-52a1", "path": "/s/redis.tfstate", "operation": "OperationTypeApply",
+		"who": "ci@runner-7", "version": "1.11.4", "created": "2026-01-02T15:04:05.123Z", "info": "held by CI"}, r0["state_lock"])
+	require.Equal(t, []any{map[string]any{"id": "dead-1", "path": "/s/redis.tfstate", "operation": "OperationTypePlan",
+		"who": "ci@runner-3", "created": "2026-01-02T15:04:05.123Z"}}, r0["recovered_locks"])
+	require.Equal(t, map[string]any{"pid": 4242.0, "host": "ci-7", "since": "2026-01-02T15:04:05.123Z"}, r0["instance_lock"])
+	require.Equal(t, map[string]any{"file": "/w/plan.tfplan", "json_file": "/w/plan.json", "destroy_plan": false,
+		"add": 1.0, "change": 2.0, "destroy": 1.0, "import": 1.0,
+		"changes": []any{
+			map[string]any{"address": "tfitest_item.a", "actions": []any{"create"}, "importing": true},
+			map[string]any{"address": "tfitest_item.b", "actions": []any{"delete", "create"}},
+		},
+		"output_changes": true}, r0["plan"])
+	require.Equal(t, map[string]any{
+		"id":       map[string]any{"value": "item-a", "type": "string", "sensitive": false},
+		"port":     map[string]any{"value": 6379.0, "type": "number", "sensitive": false},
+		"password": map[string]any{"type": "string", "sensitive": true},
+	}, r0["outputs"])
+	require.Equal(t, map[string]any{"resources": []any{"tfitest_item.a"}, "count": 1.0}, r0["data"])
+	require.Equal(t, "/w/logs/apply.log", r0["log"])
+	r1 := results[1].(map[string]any)
+	require.Equal(t, "failed", r1["status"])
+	require.Equal(t, "terraform apply: exit status 1: Error: boom", r1["error"])
+	for _, k := range []string{"state_lock", "recovered_locks", "instance_lock", "plan", "outputs", "data", "log"} {
+		require.NotContains(t, r1, k, "empty %s is left out", k)
+	}
+	r2 := results[2].(map[string]any)
+	require.Equal(t, "skipped", r2["status"])
+	require.Equal(t, false, r2["started"])
+	require.Equal(t, 0.0, r2["duration_seconds"])
+
+	var got Report
+	require.NoError(t, json.Unmarshal(b, &got))
+	requireSameReport(t, rep, got)
+}
+
+// requireSameReport compares a report with its JSON round trip: errors
+// by message, sensitive values dropped, everything else equal.
+func requireSameReport(t *testing.T, want, got Report) {
+	t.Helper()
+	require.Equal(t, want.Command, got.Command)
+	require.Equal(t, want.Engine, got.Engine)
+	require.InDelta(t, want.Duration, got.Duration, float64(time.Microsecond))
+	require.Len(t, got.Results, len(want.Results))
+	for i, w := range want.Results {
+		g := got.Results[i]
+		require.Equal(t, w.Unit, g.Unit)
+		require.Equal(t, w.Status, g.Status, w.Unit)
+		require.Equal(t, w.Started, g.Started, w.Unit)
+		if w.Err == nil {
+			require.NoError(t, g.Err, w.Unit)
+		} else {
+			require.EqualError(t, g.Err, w.Err.Error(), w.Unit)
+		}
+		require.InDelta(t, w.Duration, g.Duration, float64(time.Microsecond), w.Unit)
+		require.InDelta(t, w.LockWait, g.LockWait, float64(time.Microsecond), w.Unit)
+		require.Equal(t, w.StateLock, g.StateLock, w.Unit)
+		require.Equal(t, w.RecoveredLocks, g.RecoveredLocks, w.Unit)
+		require.Equal(t, w.InstanceLock, g.InstanceLock, w.Unit)
+		require.Equal(t, w.Retries, g.Retries, w.Unit)
+		require.Equal(t, w.InitSkipped, g.InitSkipped, w.Unit)
+		require.Equal(t, w.HasChanges, g.HasChanges, w.Unit)
+		if w.Plan == nil {
+			require.Nil(t, g.Plan, w.Unit)
+		} else {
+			require.NotNil(t, g.Plan, w.Unit)
+			wp, gp := *w.Plan, *g.Plan
+			if len(wp.Changes) == 0 {
+				require.Empty(t, gp.Changes)
+				wp.Changes, gp.Changes = nil, nil
+			}
+			require.Equal(t, wp, gp, w.Unit)
+		}
+		require.Len(t, g.Outputs, len(w.Outputs), w.Unit)
+		for name, o := range w.Outputs {
+			gotOut := g.Outputs[name]
+			require.Equal(t, o.Sensitive, gotOut.Sensitive, name)
+			require.JSONEq(t, string(o.Type), string(gotOut.Type), name)
+			if o.Sensitive {
+				require.Empty(t, gotOut.Value, "sensitive %s came back with a value", name)
+				continue
+			}
+			require.JSONEq(t, string(o.Value), string(gotOut.Value), name)
+		}
+		wantData, err := json.Marshal(w.Data)
+		require.NoError(t, err)
+		gotData, err := json.Marshal(g.Data)
+		require.NoError(t, err)
+		require.JSONEq(t, string(wantData), string(gotData), w.Unit)
+		require.Equal(t, w.Log, g.Log, w.Unit)
+	}
+}
+
+func TestEventJSONRoundTrip(t *testing.T) {
+	at := time.Date(2026, 1, 2, 15, 4, 5, 999_000_000, time.UTC)
+	for _, ev := range []Event{
+		{Unit: "a/b", Phase: PhaseApply, Status: Running, Time: at, Retry: 1, Err: errors.New("terraform apply: 429 Too Many Requests")},
+		{Unit: "a/b", Phase: PhaseDone, Status: Succeeded, Time: at},
+		{Unit: "a/b", Phase: PhaseStep, Status: Running, Time: at},
+	} {
+		b, err := json.Marshal(ev)
+		require.NoError(t, err)
+		var raw map[string]any
+		require.NoError(t, json.Unmarshal(b, &raw))
+		require.Equal(t, "a/b", raw["unit"])
+		require.Equal(t, ev.Phase.String(), raw["phase"])
+		require.Equal(t, ev.Status.String(), raw["status"])
+		require.Equal(t, "2026-01-02T15:04:05.999Z", raw["time"])
+		if ev.Retry == 0 {
+			require.NotContains(t, raw, "retry")
+			require.NotContains(t, raw, "error")
+		} else {
+			require.Equal(t, 1.0, raw["retry"])
+			require.Equal(t, ev.Err.Error(), raw["error"])
+		}
+		var got Event
+		require.NoError(t, json.Unmarshal(b, &got))
+		require.Equal(t, ev.Unit, got.Unit)
+		require.Equal(t, ev.Phase, got.Phase)
+		require.Equal(t, ev.Status, got.Status)
+		require.True(t, ev.Time.Equal(got.Time))
+		require.Equal(t, ev.Retry, got.Retry)
+		if ev.Err == nil {
+			require.NoError(t, got.Err)
+		} else {
+			require.EqualError(t, got.Err, ev.Err.Error())
+		}
+	}
+}
+
+func TestJSONRefusesUnknownNames(t *testing.T) {
+	var r Result
+	require.ErrorContains(t, json.Unmarshal([]byte(`{"unit":"a","status":"exploded"}`), &r), "exploded")
+	var e Event
+	require.ErrorContains(t, json.Unmarshal([]byte(`{"unit":"a","phase":"teleport","status":"running"}`), &e), "teleport")
+}
+
+// TestRealReportJSONRoundTrip round-trips the report of a real run: one
+// unit saved a plan, one failed.
+func TestRealReportJSONRoundTrip(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	good := w.component(t, "pair", pairComponent)
+	bad := w.component(t, "bad", `resource "terraform_data" "x" { input = var.missing }`)
+	units := []Unit{
+		{Workdir: workdirSpec("plat-ue2-dev", "good", good, files(t, map[string]any{}, filepath.Join(w.dir, "good.tfstate")))},
+		{Workdir: workdirSpec("plat-ue2-dev", "bad", bad, nil)},
+	}
+	rep, err := w.runner(t).Run(testCtx(t), SavePlan, units...)
+	require.Error(t, err)
+	require.Equal(t, Succeeded, rep.Results[0].Status)
+	require.NotNil(t, rep.Results[0].Plan)
+	require.Equal(t, Failed, rep.Results[1].Status)
+
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), `"Err"`)
+	var raw struct {
+		Engine  map[string]string
+		Results []map[string]any
+	}
+	require.NoError(t, json.Unmarshal(b, &raw))
+	require.Equal(t, "terraform", raw.Engine["kind"])
+	require.Equal(t, "succeeded", raw.Results[0]["status"])
+	require.Equal(t, "failed", raw.Results[1]["status"])
+	require.IsType(t, 0.0, raw.Results[0]["duration_seconds"])
+	require.Positive(t, raw.Results[0]["duration_seconds"])
+	require.Contains(t, raw.Results[1]["error"], "missing")
+
+	var got Report
+	require.NoError(t, json.Unmarshal(b, &got))
+	requireSameReport(t, *rep, got)
+}
