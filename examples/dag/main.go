@@ -1,19 +1,20 @@
-// Command dag shows the runner's run queue: units that depend on each other
-// are applied in dependency order and destroyed in the reverse order, while
-// independent units run alongside.
+// Command dag shows the runner's run queue and the data that flows along
+// it: units that depend on each other are applied in dependency order and
+// destroyed in the reverse order, independent units run alongside, and a
+// unit gets the outputs of the units it depends on.
 //
-// Stack plat-ue2-dev has four instances of the demo component:
+// Stack plat-ue2-dev has four instances:
 //
-//	network/vpc                  (ancestor dependency)
-//	network/subnets              depends on network/vpc
-//	elasticache/redis-cluster-1  depends on network/subnets
-//	elasticache/redis-cluster-2  independent
+//	network/vpc                  the vpc component: outputs vpc_id, subnet_ids
+//	elasticache/redis-cluster-1  depends on network/vpc, placed in it
+//	elasticache/redis-cluster-2  depends on network/vpc, placed in it
+//	elasticache/redis-cluster-3  independent
 //
-// The example prints the order the runner will use for apply and for
-// destroy (its dry-run waves), then really applies and destroys, printing
-// when each unit starts and ends so the order can be checked by eye. It
-// works offline: the provider is built on first run and served from a
-// loopback registry, as in examples/parallel.
+// A cluster in the VPC has a Unit.Generate: right before it starts, in the
+// same Run, it gets the VPC's result and writes its outputs into a tfvars
+// file. The example prints the order of apply and of destroy (Runner.Order,
+// a dry run), then applies and destroys, printing when each unit starts and
+// ends, and what each cluster received. It works offline.
 package main
 
 import (
@@ -26,7 +27,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/runner"
@@ -45,110 +45,62 @@ func main() {
 	}
 }
 
-type options struct {
-	root        string
-	latency     time.Duration
-	padding     int64
-	parallelism int
-}
-
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{}
-	fs := flag.NewFlagSet("dag", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.root, "root", "", "where workdirs, the provider cache and logs live (default: the user cache dir)")
-	fs.DurationVar(&o.latency, "latency", time.Second, "simulated cloud latency of creating one resource")
-	fs.Int64Var(&o.padding, "provider-size", 0, "bytes of padding in the served provider")
-	fs.IntVar(&o.parallelism, "parallelism", 4, "units run at once")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if o.parallelism < 1 {
-		return nil, fmt.Errorf("-parallelism %d: want at least 1", o.parallelism)
-	}
-	if o.latency < 0 {
-		return nil, fmt.Errorf("-latency %s: want 0 or more", o.latency)
-	}
-	if o.padding < 0 {
-		return nil, fmt.Errorf("-provider-size %d: want 0 or more", o.padding)
-	}
-	root, err := demo.Root(o.root, "dag")
-	if err != nil {
-		return nil, err
-	}
-	o.root = root
-	return o, nil
-}
-
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	o, err := parseFlags(args, os.Stderr)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "root: %s\n", o.root)
-	tf, err := demo.Terraform(ctx, o.root)
+	env, err := demo.SetupOffline(ctx, o.root, o.padding)
 	if err != nil {
 		return err
 	}
-	source, err := demo.WriteInfra(filepath.Join(o.root, "infra"))
-	if err != nil {
-		return err
-	}
-	prov, err := demo.ServeProvider(filepath.Join(o.root, "provider"), o.padding)
-	if err != nil {
-		return fmt.Errorf("serve the provider locally: %w", err)
-	}
-	defer prov.Close()
-	cache, err := prov.OpenCache(filepath.Join(o.root, "plugin-cache"))
-	if err != nil {
-		return err
-	}
+	defer env.Close()
 	wds, err := workdir.New(filepath.Join(o.root, "workdirs"))
 	if err != nil {
 		return err
 	}
-	units := stackUnits(source, o.latency)
+	units := stackUnits(env.Source(demo.VPCComponent), env.Source(demo.Component), o.latency)
 	printUnits(stdout, units)
 
 	tl := &timeline{w: stdout}
-	// One runner per command: its log dir is per command, so destroy's
-	// logs do not replace apply's.
-	newRunner := func(cmd runner.Command) (*runner.Runner, error) {
-		return runner.New(
-			runner.WithWorkdirs(wds),
-			runner.WithPluginCache(cache),
-			runner.WithTerraform(tf),
-			runner.WithParallelism(o.parallelism),
-			runner.WithLogDir(filepath.Join(o.root, "logs", cmd.String())),
-			runner.WithEvents(tl.event),
-		)
+	r, err := runner.New(
+		runner.WithWorkdirs(wds),
+		runner.WithPluginCache(env.Cache),
+		runner.WithTerraform(env.Terraform),
+		runner.WithParallelism(o.parallelism),
+		runner.WithEvents(tl.event),
+	)
+	if err != nil {
+		return err
 	}
-	cmds := []runner.Command{runner.Apply, runner.Destroy}
-	runners := make([]*runner.Runner, len(cmds))
-	for i, cmd := range cmds {
-		if runners[i], err = newRunner(cmd); err != nil {
-			return err
-		}
-		waves, err := runners[i].Order(cmd, units...)
+	for _, cmd := range []runner.Command{runner.Apply, runner.Destroy} {
+		waves, err := r.Order(cmd, units...)
 		if err != nil {
 			return err
 		}
 		printWaves(stdout, cmd, waves)
 	}
-	for i, cmd := range cmds {
-		fmt.Fprintf(stdout, "\n%s:\n", cmd)
-		tl.reset()
-		start := time.Now()
-		rep, err := runners[i].Run(ctx, cmd, units...)
-		if rep != nil {
-			summary(stdout, cmd, rep, time.Since(start))
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", cmd, err)
-		}
+
+	fmt.Fprintln(stdout, "\napply:")
+	tl.reset()
+	rep, err := r.Run(ctx, runner.Apply, units...)
+	if rep != nil {
+		summary(stdout, rep)
+		printDataFlow(stdout, rep)
+	}
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+
+	fmt.Fprintln(stdout, "\ndestroy:")
+	tl.reset()
+	rep, err = r.Run(ctx, runner.Destroy, units...)
+	if rep != nil {
+		summary(stdout, rep)
+	}
+	if err != nil {
+		return fmt.Errorf("destroy: %w", err)
 	}
 	return nil
 }

@@ -74,7 +74,27 @@ func requireAfter(t *testing.T, cmd string, spans map[string]*span, waitsFor map
 	}
 }
 
-func TestRunAppliesInDependencyOrderAndDestroysInReverse(t *testing.T) {
+var flowLine = regexp.MustCompile(`^  (\S+)\s+(outputs|received)\s+(.*)$`)
+
+// dataFlow parses the printed data flow: what each unit output or
+// received, by unit ID.
+func dataFlow(out string) map[string]string {
+	flow := map[string]string{}
+	in := false
+	for _, line := range strings.Split(out, "\n") {
+		switch m := flowLine.FindStringSubmatch(line); {
+		case line == "data flow:":
+			in = true
+		case in && m != nil:
+			flow[m[1]] = m[2] + " " + m[3]
+		default:
+			in = false
+		}
+	}
+	return flow
+}
+
+func TestRunAppliesInDependencyOrderPassesOutputsAndDestroysInReverse(t *testing.T) {
 	testenv.Terraform(t)
 	root := t.TempDir()
 	var out bytes.Buffer
@@ -85,16 +105,15 @@ func TestRunAppliesInDependencyOrderAndDestroysInReverse(t *testing.T) {
 
 	// The dry-run waves.
 	require.Contains(t, s, `apply order (dry run):
-  wave 1: plat-ue2-dev/elasticache/redis-cluster-2, plat-ue2-dev/network/vpc
-  wave 2: plat-ue2-dev/network/subnets
-  wave 3: plat-ue2-dev/elasticache/redis-cluster-1
+  wave 1: plat-ue2-dev/elasticache/redis-cluster-3, plat-ue2-dev/network/vpc
+  wave 2: plat-ue2-dev/elasticache/redis-cluster-1, plat-ue2-dev/elasticache/redis-cluster-2
 `)
 	require.Contains(t, s, `destroy order (dry run):
-  wave 1: plat-ue2-dev/elasticache/redis-cluster-1, plat-ue2-dev/elasticache/redis-cluster-2
-  wave 2: plat-ue2-dev/network/subnets
-  wave 3: plat-ue2-dev/network/vpc
+  wave 1: plat-ue2-dev/elasticache/redis-cluster-1, plat-ue2-dev/elasticache/redis-cluster-2, plat-ue2-dev/elasticache/redis-cluster-3
+  wave 2: plat-ue2-dev/network/vpc
 `)
 
+	// The real order, from the runner's events.
 	tls := timelines(t, s)
 	for _, cmd := range []string{"apply", "destroy"} {
 		spans := tls[cmd]
@@ -106,20 +125,30 @@ func TestRunAppliesInDependencyOrderAndDestroysInReverse(t *testing.T) {
 		require.Contains(t, s, cmd+": 4/4 succeeded")
 	}
 	requireAfter(t, "apply", tls["apply"], map[string][]string{
-		subnets:  {vpc},
-		cluster1: {subnets, vpc},
+		cluster1: {vpc},
+		cluster2: {vpc},
 	})
 	requireAfter(t, "destroy", tls["destroy"], map[string][]string{
-		subnets: {cluster1},
-		vpc:     {subnets, cluster1},
+		vpc: {cluster1, cluster2},
 	})
+
+	// The VPC's outputs (ids are "item-" + name with the test provider)
+	// reached both clusters in it, through terraform: what is printed is
+	// each cluster's own outputs after its apply.
+	want := `vpc_id="item-plat-ue2-dev-network-vpc" subnet_ids=["item-plat-ue2-dev-network-vpc-us-east-2a","item-plat-ue2-dev-network-vpc-us-east-2b"]`
+	require.Equal(t, map[string]string{
+		unitID(vpc):      "outputs " + want,
+		unitID(cluster1): "received " + want,
+		unitID(cluster2): "received " + want,
+		unitID(cluster3): "received nothing (not in the VPC)",
+	}, dataFlow(s))
 
 	// Both commands really ran: every instance has a state, and destroy
 	// left it without resources.
 	wds, err := workdir.New(filepath.Join(root, "workdirs"))
 	require.NoError(t, err)
-	source := filepath.Join(root, "infra", filepath.FromSlash(demo.Component))
-	for _, u := range stackUnits(source, 0) {
+	infra := filepath.Join(root, "infra")
+	for _, u := range stackUnits(filepath.Join(infra, filepath.FromSlash(demo.VPCComponent)), filepath.Join(infra, filepath.FromSlash(demo.Component)), 0) {
 		w, err := wds.Prepare(context.Background(), u.Workdir)
 		require.NoError(t, err)
 		b, err := os.ReadFile(filepath.Join(w.Dir, "terraform.tfstate"))

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -63,14 +66,10 @@ func (t *timeline) event(ev runner.Event) {
 }
 
 // summary prints one row per unit and the totals of one command.
-func summary(w io.Writer, cmd runner.Command, rep *runner.Report, wall time.Duration) {
+func summary(w io.Writer, rep *runner.Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  UNIT\tSTATUS\tDURATION\tLOG")
-	ok := 0
 	for _, r := range rep.Results {
-		if r.Status == runner.Succeeded {
-			ok++
-		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Unit, r.Status, r.Duration.Round(10*time.Millisecond), r.Log)
 	}
 	tw.Flush()
@@ -79,5 +78,41 @@ func summary(w io.Writer, cmd runner.Command, rep *runner.Report, wall time.Dura
 			fmt.Fprintf(w, "  %s: %v\n", r.Unit, r.Err)
 		}
 	}
-	fmt.Fprintf(w, "%s: %d/%d succeeded in %s\n", cmd, ok, len(rep.Results), wall.Round(10*time.Millisecond))
+	fmt.Fprintf(w, "%s: %d/%d succeeded in %s\n", rep.Command, rep.Count(runner.Succeeded), len(rep.Results), rep.Duration.Round(10*time.Millisecond))
+}
+
+// printDataFlow prints the VPC's outputs, then, for each cluster, the
+// network it was applied with: its own vpc_id and subnet_ids outputs,
+// which echo the variables its Generate wrote.
+func printDataFlow(w io.Writer, rep *runner.Report) {
+	fmt.Fprintln(w, "data flow:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	results := rep.Results
+	if r, ok := rep.Result(unitID(vpc)); ok {
+		results = append([]runner.Result{r}, slices.DeleteFunc(slices.Clone(results), func(o runner.Result) bool { return o.Unit == r.Unit })...)
+	}
+	for _, r := range results {
+		what := "received"
+		if r.Unit == unitID(vpc) {
+			what = "outputs"
+		}
+		got := "nothing (not in the VPC)"
+		if _, ok := r.Outputs["vpc_id"]; ok {
+			got = "vpc_id=" + compact(r.Outputs["vpc_id"].Value) + " subnet_ids=" + compact(r.Outputs["subnet_ids"].Value)
+		}
+		if r.Status != runner.Succeeded {
+			got = "nothing: " + r.Status.String()
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.Unit, what, got)
+	}
+	tw.Flush()
+}
+
+// compact renders a JSON value on one line.
+func compact(v json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return string(v)
+	}
+	return b.String()
 }
