@@ -26,6 +26,10 @@ type moduleServer struct {
 	srv       *httptest.Server
 	downloads atomic.Int64
 	fail      atomic.Bool // answer 500
+	// hold, when set, makes every archive GET signal requested and then
+	// wait until hold is closed (or the client goes away).
+	hold      chan struct{}
+	requested chan struct{}
 }
 
 const moduleArchivePath = "/modules/redis.zip"
@@ -50,6 +54,17 @@ func startModuleServer(t *testing.T, files map[string]string) *moduleServer {
 		}
 		if r.Method == http.MethodGet {
 			ms.downloads.Add(1)
+			if ms.hold != nil {
+				select {
+				case ms.requested <- struct{}{}:
+				default:
+				}
+				select {
+				case <-ms.hold:
+				case <-r.Context().Done():
+					return
+				}
+			}
 		}
 		if ms.fail.Load() {
 			http.Error(w, "module store is down", http.StatusInternalServerError)
