@@ -146,7 +146,7 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request) {
 
 // mirror serves the network mirror protocol's index.json and VERSION.json.
 func (s *Server) mirror(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue("host") != s.host {
+	if !s.mirrors(r.PathValue("host")) {
 		http.NotFound(w, r)
 		return
 	}

@@ -110,11 +110,12 @@ type Server struct {
 	closed    chan struct{} // closed by Close: ends stalled responses
 	closeOnce sync.Once
 
-	mu        sync.Mutex
-	pkgs      map[string]Package // by Key
-	fault     Fault
-	gate      *Gate
-	downloads map[string]int
+	mu          sync.Mutex
+	mirrorHosts map[string]bool    // origin hosts the network mirror also serves
+	pkgs        map[string]Package // by Key
+	fault       Fault
+	gate        *Gate
+	downloads   map[string]int
 }
 
 // New starts a server. Call Close when done.
@@ -207,6 +208,28 @@ func (s *Server) SetFault(f Fault) {
 	s.mu.Lock()
 	s.fault = f
 	s.mu.Unlock()
+}
+
+// MirrorHosts makes the network mirror also serve its packages under
+// the given origin hostnames, as a company mirror serves providers whose
+// addresses name a public registry: a short address such as
+// "tfisolate/tfitest" resolves on the engine's default registry host, and
+// a mirror listing that host answers for it.
+func (s *Server) MirrorHosts(hosts ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mirrorHosts == nil {
+		s.mirrorHosts = map[string]bool{}
+	}
+	for _, h := range hosts {
+		s.mirrorHosts[h] = true
+	}
+}
+
+func (s *Server) mirrors(host string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return host == s.host || s.mirrorHosts[host]
 }
 
 // SetThrottle changes the download speed limit (0 = unlimited).
