@@ -129,7 +129,7 @@ func TestAffected(t *testing.T) {
 		{[]string{"vars/app-prod.tfvars"}, []string{"app"}},
 		{[]string{"modules/base/main.tf", "components/web/main.tf"}, []string{"app", "db", "web"}},
 		{[]string{filepath.Join(repo, "modules/net/main.tf")}, []string{"app"}}, // absolute
-		{[]string{"components/webapp/main.tf"}, nil},                          // a sibling with a common prefix
+		{[]string{"components/webapp/main.tf"}, nil},                            // a sibling with a common prefix
 	}
 	for _, tc := range cases {
 		got, err := Affected(units, repo, tc.paths...)

@@ -148,18 +148,15 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 func (x *unitRun) staleLockError(waited time.Duration, cause error) error {
 	l := x.res.StateLock
 	if l == nil {
-		return fmt.Errorf("%w by a holder the backend does not name; gave up after %s: %w", ErrStateLocked, waited.Round(time.Second), cause)
+		return fmt.Errorf("%w by a holder the backend does not name; gave up after %s: %s", ErrStateLocked, waited.Round(time.Second), stateLockMarker)
 	}
 	if l.Created.IsZero() {
-		return fmt.Errorf("%w by lock %s (the backend does not say who holds it or since when); gave up after %s. If that run is gone the lock is stale: release it with runner.ForceUnlock(ctx, unit, %q) or "+"`%s force-unlock %s`"+" in %s: %w",
-			ErrStateLocked, l.ID, waited.Round(time.Second), l.ID, x.rs.eng.Kind, l.ID, x.dir, cause)
+		return fmt.Errorf("%w by lock %s (the backend does not say who holds it or since when); gave up after %s. If that run is gone the lock is stale: release it with runner.ForceUnlock(ctx, unit, %q) or "+"`%s force-unlock %s`"+" in %s: %s",
+			ErrStateLocked, l.ID, waited.Round(time.Second), l.ID, x.rs.eng.Kind, l.ID, x.dir, stateLockMarker)
 	}
-	age := ""
-	if !l.Created.IsZero() {
-		age = fmt.Sprintf(", created %s (%s ago)", l.Created.UTC().Format(time.RFC3339), time.Since(l.Created).Round(time.Second))
-	}
-	return fmt.Errorf("%w by %s%s; gave up after %s. If that run is gone the lock may be stale: release it with runner.ForceUnlock(ctx, unit, %q) or `%s force-unlock %s` in %s: %w",
-		ErrStateLocked, l, age, waited.Round(time.Second), l.ID, x.rs.eng.Kind, l.ID, x.dir, cause)
+	age := fmt.Sprintf(" (%s ago)", time.Since(l.Created).Round(time.Second))
+	return fmt.Errorf("%w by %s%s; gave up after %s. If that run is gone the lock may be stale: release it with runner.ForceUnlock(ctx, unit, %q) or `%s force-unlock %s` in %s: %s",
+		ErrStateLocked, l, age, waited.Round(time.Second), l.ID, x.rs.eng.Kind, l.ID, x.dir, stateLockMarker)
 }
 
 // recoverLock force-unlocks l when the instance's journal proves that one
