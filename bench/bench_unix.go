@@ -29,7 +29,7 @@ type env struct {
 }
 
 // bench sets up terraform, the demo tree and the loopback registry, then
-// prints the comparison and the scaling table.
+// prints the floor section, the comparison and the scaling table.
 func bench(ctx context.Context, o *options, stdout io.Writer) error {
 	e := &env{o: o, log: o.progressDest}
 	var err error
@@ -51,7 +51,12 @@ func bench(ctx context.Context, o *options, stdout io.Writer) error {
 	fmt.Fprintf(out, "# tfisolate bench\n\n%s\n", e.describe(ctx))
 
 	var errs []error
-	if cmp := o.comparison(); len(cmp) > 0 {
+	if len(o.floorScenarios()) > 0 {
+		if err := e.floorSection(ctx, out); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if cmp := o.comparison(); len(cmp) > 0 && ctx.Err() == nil {
 		if err := e.compare(ctx, out, cmp); err != nil {
 			errs = append(errs, err)
 		}

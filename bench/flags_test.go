@@ -18,6 +18,11 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-latency", "-1s"},
 		{"-throttle", "-5"},
 		{"-skip", "bogus"},
+		{"-large-n", "0"},
+		{"-wide-n", "0"},
+		{"-wide-parallelism", "0"},
+		{"-floor-reps", "0"},
+		{"-large-provider-size", "-1"},
 		{"extra"},
 	} {
 		err := run(context.Background(), args, &bytes.Buffer{})

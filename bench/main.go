@@ -29,6 +29,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 func main() {
@@ -53,9 +55,16 @@ const (
 	nameTfisolate  = "tfisolate"
 	nameCold       = "cold"
 	nameWarm       = "warm"
+	// The floor section and its parts.
+	nameFloor = "floor"
+	nameBase  = "base"
+	nameLarge = "large"
+	nameWide  = "wide"
+	nameTofu  = "tofu"
 )
 
-var skippable = []string{nameShared, nameDataDir, namePreinit, nameSequential, nameTfisolate, nameCold, nameWarm}
+var skippable = []string{nameShared, nameDataDir, namePreinit, nameSequential, nameTfisolate, nameCold, nameWarm,
+	nameFloor, nameBase, nameLarge, nameWide, nameTofu}
 
 type options struct {
 	n            int
@@ -65,6 +74,12 @@ type options struct {
 	latency      time.Duration
 	throttle     int64
 	padding      int64
+	largePadding int64
+	largeN       int
+	wideN        int
+	widePar      int
+	floorReps    int
+	tofu         string // -tofu: the OpenTofu binary; "" finds or builds one
 	skip         map[string]bool
 	root         string
 	keep         bool
@@ -87,7 +102,15 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.latency, "latency", 2*time.Second, "simulated cloud latency of one apply (a sleeping provisioner)")
 	fs.Int64Var(&o.throttle, "throttle", 20<<20, "download speed of the loopback registry in bytes/s (0: unlimited)")
 	fs.Int64Var(&o.padding, "provider-size", 24<<20, "bytes of padding added to the served provider binary")
-	skip := fs.String("skip", "", "comma-separated parts of the comparison to skip: "+strings.Join(skippable, ", "))
+	fs.Int64Var(&o.largePadding, "large-provider-size", 200<<20, "bytes of padding of the provider in the floor section's large-provider scenario")
+	fs.IntVar(&o.largeN, "large-n", 12, "instances (all at once) in the large-provider scenario, which has no simulated latency")
+	fs.IntVar(&o.wideN, "wide-n", 48, "units in the floor section's wide scenario (apply waits -latency)")
+	fs.IntVar(&o.widePar, "wide-parallelism", 16, "parallelism of the wide scenario")
+	fs.IntVar(&o.floorReps, "floor-reps", 5, "runs of terraform alone that each floor figure is the median of")
+	fs.StringVar(&o.tofu, "tofu", "", "the OpenTofu (1.10 or newer) binary of the OpenTofu rows (default: tofu on PATH, else OpenTofu "+testenv.TofuVersion+" built once from its Go module)")
+	skip := fs.String("skip", "", "comma-separated parts to skip: comparison approaches "+strings.Join(skippable[:5], ", ")+
+		"; comparison passes "+nameCold+", "+nameWarm+" (both: no comparison); "+nameFloor+" (the whole floor section) or its scenarios "+
+		nameBase+", "+nameLarge+", "+nameWide+"; "+nameTofu+" (the OpenTofu rows)")
 	fs.StringVar(&o.root, "root", "", "where the scratch directory is made (default: the temp dir); it is removed at the end unless -keep")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
 	fs.StringVar(&o.markdown, "markdown", "", "also write the tables to this file")
@@ -120,8 +143,21 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.latency < 0 {
 		return nil, fmt.Errorf("-latency %s: want zero or more", o.latency)
 	}
-	if o.throttle < 0 || o.padding < 0 {
-		return nil, fmt.Errorf("-throttle %d, -provider-size %d: want zero or more", o.throttle, o.padding)
+	if o.throttle < 0 || o.padding < 0 || o.largePadding < 0 {
+		return nil, fmt.Errorf("-throttle %d, -provider-size %d, -large-provider-size %d: want zero or more", o.throttle, o.padding, o.largePadding)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"-large-n", o.largeN}, {"-wide-n", o.wideN}, {"-wide-parallelism", o.widePar}, {"-floor-reps", o.floorReps}} {
+		if f.v < 1 {
+			return nil, fmt.Errorf("%s %d: want at least 1", f.name, f.v)
+		}
+	}
+	if o.tofu != "" {
+		if o.tofu, err = filepath.Abs(o.tofu); err != nil {
+			return nil, fmt.Errorf("-tofu: %w", err)
+		}
 	}
 	for _, s := range strings.Split(*skip, ",") {
 		if s = strings.TrimSpace(s); s == "" {

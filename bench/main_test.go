@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +28,15 @@ func section(t *testing.T, out, heading string) string {
 		rest = rest[:len(heading)+j]
 	}
 	return rest
+}
+
+// subsection is section(heading) of the text after the line starting with
+// parent.
+func subsection(t *testing.T, out, parent, heading string) string {
+	t.Helper()
+	i := strings.Index(out, "\n"+parent)
+	require.GreaterOrEqual(t, i, 0, "no %q in:\n%s", parent, out)
+	return section(t, out[i:], heading)
 }
 
 // tableRow returns the cells of the table row in s whose first cell starts with
@@ -56,13 +66,17 @@ func tableRow(t *testing.T, s, prefix string) []string {
 func TestRunTiny(t *testing.T) {
 	testenv.Terraform(t)
 	providerDir := t.TempDir() // one provider build for every subtest
-	common := []string{"-provider-dir", providerDir, "-provider-size", "0", "-throttle", "0", "-latency", "0s"}
+	// The floor section at its smallest: one run per floor figure, two
+	// instances, and a large provider of one byte (a second registry all
+	// the same).
+	common := []string{"-provider-dir", providerDir, "-provider-size", "0", "-throttle", "0", "-latency", "0s",
+		"-large-provider-size", "1", "-large-n", "2", "-wide-n", "3", "-wide-parallelism", "2", "-floor-reps", "1"}
 
 	t.Run("all", func(t *testing.T) {
 		root := t.TempDir()
 		md := filepath.Join(t.TempDir(), "bench.md")
 		var out bytes.Buffer
-		args := append([]string{"-n", "2", "-skip", "shared,datadir", "-scale", "2", "-scale-parallelism", "2", "-root", root, "-markdown", md}, common...)
+		args := append([]string{"-n", "2", "-skip", "shared,datadir,floor", "-scale", "2", "-scale-parallelism", "2", "-root", root, "-markdown", md}, common...)
 		require.NoError(t, run(context.Background(), args, &out))
 		s := out.String()
 
@@ -108,6 +122,8 @@ func TestRunTiny(t *testing.T) {
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, procs, 2.0, "the wrapper saw at least init and apply of every unit")
 
+		require.NotContains(t, s, "## Against the floor", "-skip floor")
+
 		b, err := os.ReadFile(md)
 		require.NoError(t, err)
 		require.Equal(t, s, string(b), "-markdown holds what stdout got")
@@ -116,9 +132,74 @@ func TestRunTiny(t *testing.T) {
 		require.Empty(t, left, "without -keep the scratch dir is removed")
 	})
 
+	// The floor section alone, every scenario, with OpenTofu.
+	t.Run("floor", func(t *testing.T) {
+		tofu := testenv.Tofu(t)
+		var out bytes.Buffer
+		root := t.TempDir()
+		args := append([]string{"-n", "2", "-skip", "cold,warm", "-scale", "none", "-root", root, "-tofu", tofu}, common...)
+		require.NoError(t, run(context.Background(), args, &out))
+		s := out.String()
+		left, err := os.ReadDir(root)
+		require.NoError(t, err)
+		require.Empty(t, left, "without -keep the scratch dir is removed")
+		// Columns: approach, succeeded, wall, vs floor, vs workaround, vs
+		// OpenTofu, terraform CPU, SDK CPU, cores used, inits, downloads.
+		for _, tc := range []struct {
+			scenario, pass string
+			workaround     bool
+		}{
+			{"### base", passCold, true}, {"### base", passWarm, true},
+			{"### large", passCold, true}, {"### large", passWarm, true},
+			{"### wide", passCold, false},
+		} {
+			tbl := subsection(t, s, tc.scenario, "#### "+tc.pass)
+			floor := tableRow(t, tbl, "floor")
+			require.Equal(t, "1.00x", floor[3])
+			rows := []string{"tfisolate", "OpenTofu"}
+			if tc.workaround {
+				rows = append(rows, "workaround")
+			} else {
+				require.NotContains(t, tbl, "| workaround")
+			}
+			for _, name := range rows {
+				r := tableRow(t, tbl, name)
+				n := "2/2"
+				if tc.scenario == "### wide" {
+					n = "3/3"
+				}
+				require.Equal(t, n, r[1], "%s %s %s:\n%s", tc.scenario, tc.pass, name, s)
+				require.Equal(t, "0", r[10], "%s %s %s: every cache is warm, nothing downloads", tc.scenario, tc.pass, name)
+			}
+			if tc.pass == passWarm {
+				require.Equal(t, "0", floor[9], "an unchanged re-apply needs no init")
+				require.Equal(t, "0", tableRow(t, tbl, "tfisolate")[9], "tfisolate skips init when nothing changed")
+				require.Equal(t, "3", tableRow(t, tbl, "workaround")[9], "the workaround inits every instance again, after one serial init")
+				require.Equal(t, "2", tableRow(t, tbl, "OpenTofu")[9])
+			}
+		}
+		require.Contains(t, section(t, s, "### large"), "13.9 MiB provider", "the large scenario serves its own padded provider")
+
+		goals := section(t, s, "### Goals")
+		var verdicts []string
+		for _, l := range strings.Split(goals, "\n") {
+			if cells := strings.Split(l, "|"); len(cells) == 7 && strings.Contains(cells[2], ",") && !strings.Contains(l, "---") && !strings.Contains(l, "scenario, pass") {
+				v := strings.TrimSpace(cells[5])
+				require.Contains(t, []string{"PASS", "MISS"}, v, "every goal is measured when every row ran: %s", l)
+				verdicts = append(verdicts, v)
+			}
+		}
+		require.Len(t, verdicts, 12, "base and large: 2 cold + 3 warm goals, wide: 2 cold goals")
+		if slices.Contains(verdicts, "MISS") {
+			require.Contains(t, s, "### Where tfisolate's time goes where it misses")
+		} else {
+			require.NotContains(t, s, "### Where tfisolate's time goes")
+		}
+	})
+
 	t.Run("keep", func(t *testing.T) {
 		root := t.TempDir()
-		args := append([]string{"-skip", "cold,warm", "-scale", "none", "-root", root, "-keep"}, common...)
+		args := append([]string{"-skip", "cold,warm,floor", "-scale", "none", "-root", root, "-keep"}, common...)
 		require.NoError(t, run(context.Background(), args, &bytes.Buffer{}))
 		left, err := os.ReadDir(root)
 		require.NoError(t, err)
