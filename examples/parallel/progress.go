@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/runner"
 )
 
@@ -23,8 +24,9 @@ type progress struct {
 
 	mu    sync.Mutex
 	units map[string]*unitView
-	drawn int // lines drawn last time, to move back over them
-	width int // of the widest unit ID, to align the columns
+	notes []string // the example's own messages, shown under the units
+	drawn int      // lines drawn last time, to move back over them
+	width int      // of the widest unit ID, to align the columns
 
 	stopTick context.CancelFunc
 	ticker   sync.WaitGroup
@@ -119,7 +121,20 @@ func (p *progress) event(e runner.Event) {
 	fmt.Fprintln(p.w, line)
 }
 
-// draw rewrites the unit lines in place; p.mu is held.
+// note shows a message of the example's own (the stop ladder's): on a
+// terminal under the unit lines, otherwise as a line of its own.
+func (p *progress) note(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live {
+		p.notes = append(p.notes, msg)
+		p.draw()
+		return
+	}
+	fmt.Fprintf(p.w, "%s %s\n", time.Now().Format("15:04:05.000"), msg)
+}
+
+// draw rewrites the unit lines and notes in place; p.mu is held.
 func (p *progress) draw() {
 	var b strings.Builder
 	if p.drawn > 0 {
@@ -141,7 +156,10 @@ func (p *progress) draw() {
 		}
 		fmt.Fprintf(&b, "\x1b[2K%-*s  %-10s %8s\n", p.width, id, state, elapsed)
 	}
-	p.drawn = len(p.ids)
+	for _, n := range p.notes {
+		fmt.Fprintf(&b, "\x1b[2K%s\n", n)
+	}
+	p.drawn = len(p.ids) + len(p.notes)
 	io.WriteString(p.w, b.String())
 }
 
@@ -150,4 +168,25 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+func unitIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = demo.Stack + "/" + demo.Instance(i+1)
+	}
+	return ids
+}
+
+// syncWriter serializes writes: the story, the progress view and the
+// stop ladder's messages share one stream.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -11,15 +12,12 @@ import (
 	"github.com/tfisolate/tfisolate/runner"
 )
 
-// summary prints one row per unit and the totals.
-func summary(w io.Writer, rep *runner.Report, wall time.Duration, downloads int64, st pluginc.Stats) {
+// summary prints one row per unit and the totals, and the units that
+// never started when a stop or a failure kept them from it.
+func summary(w io.Writer, rep *runner.Report, downloads int64, st pluginc.Stats) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "UNIT\tSTATUS\tDURATION\tLOCK WAIT\tLOG")
-	ok := 0
 	for _, r := range rep.Results {
-		if r.Status == runner.Succeeded {
-			ok++
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Unit, r.Status, r.Duration.Round(10*time.Millisecond), r.LockWait.Round(10*time.Millisecond), r.Log)
 	}
 	tw.Flush()
@@ -28,8 +26,11 @@ func summary(w io.Writer, rep *runner.Report, wall time.Duration, downloads int6
 			fmt.Fprintf(w, "%s: %v\n", r.Unit, r.Err)
 		}
 	}
+	if ns := rep.NotStarted(); len(ns) > 0 {
+		fmt.Fprintf(w, "never started: %s\n", strings.Join(ns, ", "))
+	}
 	fmt.Fprintf(w, "tfisolate: %d/%d succeeded in %s; provider downloads this run: %d (cache hits %d)\n",
-		ok, len(rep.Results), wall.Round(10*time.Millisecond), downloads, st.Hits)
+		rep.Count(runner.Succeeded), len(rep.Results), rep.Duration.Round(10*time.Millisecond), downloads, st.Hits)
 }
 
 // writeJSON prints the runner's documented JSON form of the report, with
