@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/runner"
 )
 
 // TestMain turns the test binary into a worker when run started it as one
@@ -48,10 +49,14 @@ func TestRunThreeProcessesOverlapping(t *testing.T) {
 	for p, pr := range out.Processes {
 		require.Empty(t, pr.Error, "process %d", pr.Process)
 		require.Equal(t, p+1, pr.Process)
+		require.NotNil(t, pr.Report, "process %d sent no report", pr.Process)
+		require.Equal(t, "apply", pr.Report.Command)
 		var got []string
-		for _, u := range pr.Units {
-			require.Equal(t, "succeeded", u.Status, "process %d, %s: %s", pr.Process, u.Instance, u.Error)
-			got = append(got, u.Instance)
+		for _, u := range pr.Report.Results {
+			require.Equal(t, runner.Succeeded, u.Status, "process %d, %s: %v", pr.Process, u.Unit, u.Err)
+			require.True(t, u.Started)
+			require.FileExists(t, u.Log)
+			got = append(got, u.Unit)
 		}
 		var want []string
 		for i := 2*p + 1; i <= 2*p+4; i++ {
@@ -69,12 +74,13 @@ func TestRunThreeProcessesOverlapping(t *testing.T) {
 
 	// An instance two processes share was worked on by one at a time: the
 	// spans each held its instance lock for never overlap.
-	spans := map[string][]unitResult{}
+	spans := map[string][]span{}
 	for _, pr := range out.Processes {
-		for _, u := range pr.Units {
-			require.False(t, u.Locked.IsZero() || u.Applied.IsZero(), "%s has no lock or apply time", u.Instance)
-			require.False(t, u.Applied.Before(u.Locked))
-			spans[u.Instance] = append(spans[u.Instance], u)
+		for _, u := range pr.Report.Results {
+			sp := pr.Spans[u.Unit]
+			require.False(t, sp.Locked.IsZero() || sp.Applied.IsZero(), "%s has no lock or apply time", u.Unit)
+			require.False(t, sp.Applied.Before(sp.Locked))
+			spans[u.Unit] = append(spans[u.Unit], sp)
 		}
 	}
 	for _, i := range []int{3, 4, 5, 6} {
@@ -82,7 +88,7 @@ func TestRunThreeProcessesOverlapping(t *testing.T) {
 		require.Len(t, s, 2, "instance %d is in two processes' sets", i)
 		a, b := s[0], s[1]
 		require.True(t, a.Applied.Before(b.Locked) || b.Applied.Before(a.Locked),
-			"%s: two processes held it at once: [%s, %s] and [%s, %s]", a.Instance, a.Locked, a.Applied, b.Locked, b.Applied)
+			"%s: two processes held it at once: [%s, %s] and [%s, %s]", demo.Instance(i), a.Locked, a.Applied, b.Locked, b.Applied)
 	}
 
 	// Every instance's state holds its own resources.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tfisolate/tfisolate/runner"
 )
 
 // printOutcome prints the per-process results, the download count and what
@@ -15,15 +17,15 @@ func printOutcome(w io.Writer, o *outcome) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROC\tPID\tINSTANCE\tSTATUS\tDURATION\tLOCK WAIT")
 	for _, p := range o.Processes {
-		for _, u := range p.Units {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", p.Process, p.PID, u.Instance, u.Status, secs(u.Seconds), secs(u.LockWait))
+		for _, u := range p.results() {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", p.Process, p.PID, u.Unit, u.Status, round(u.Duration), round(u.LockWait))
 		}
 	}
 	tw.Flush()
 	for _, p := range o.Processes {
-		for _, u := range p.Units {
-			if u.Error != "" {
-				fmt.Fprintf(w, "process %d, %s: %s\n", p.Process, u.Instance, u.Error)
+		for _, u := range p.results() {
+			if u.Err != nil {
+				fmt.Fprintf(w, "process %d, %s: %v\n", p.Process, u.Unit, u.Err)
 			}
 		}
 		if p.Error != "" {
@@ -34,13 +36,11 @@ func printOutcome(w io.Writer, o *outcome) {
 	fmt.Fprintln(w)
 	for _, p := range o.Processes {
 		ok := 0
-		for _, u := range p.Units {
-			if u.Status == "succeeded" {
-				ok++
-			}
+		if p.Report != nil {
+			ok = p.Report.Count(runner.Succeeded)
 		}
 		fmt.Fprintf(w, "process %d (pid %d): %d/%d succeeded; provider cache: %d downloaded, %d hits, %d waits on another process's download\n",
-			p.Process, p.PID, ok, len(p.Units), p.Cache.Downloads, p.Cache.Hits, p.Cache.Waits)
+			p.Process, p.PID, ok, len(p.results()), p.Cache.Downloads, p.Cache.Hits, p.Cache.Waits)
 	}
 	cache := "warm cache: 0 expected"
 	if o.ColdCache {
@@ -67,9 +67,15 @@ func printOutcome(w io.Writer, o *outcome) {
 	if !o.ok() {
 		verdict = "NOT every process and instance succeeded"
 	}
-	fmt.Fprintf(w, "%s in %s\n", verdict, secs(o.WallSeconds))
+	fmt.Fprintf(w, "%s in %s\n", verdict, round(time.Duration(o.WallSeconds*float64(time.Second))))
 }
 
-func secs(s float64) string {
-	return time.Duration(s * float64(time.Second)).Round(10 * time.Millisecond).String()
+// results are the process's unit results; none when it reported no run.
+func (p *procResult) results() []runner.Result {
+	if p.Report == nil {
+		return nil
+	}
+	return p.Report.Results
 }
+
+func round(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/demo"
+	"github.com/tfisolate/tfisolate/runner"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -28,13 +29,8 @@ type outcome struct {
 // instance's state holds its resources.
 func (o *outcome) ok() bool {
 	for _, p := range o.Processes {
-		if p.Error != "" {
+		if p.Error != "" || p.Report == nil || p.Report.Count(runner.Succeeded) != len(p.Report.Results) {
 			return false
-		}
-		for _, u := range p.Units {
-			if u.Status != "succeeded" {
-				return false
-			}
 		}
 	}
 	for _, s := range o.Instances {

@@ -40,26 +40,23 @@ type workerConfig struct {
 
 // procResult is what a worker reports on stdout, as its last line.
 type procResult struct {
-	Process int           `json:"process"`
-	PID     int           `json:"pid"`
-	Units   []unitResult  `json:"units"`
-	Cache   pluginc.Stats `json:"cache"`
-	Error   string        `json:"error,omitempty"`
+	Process int `json:"process"`
+	PID     int `json:"pid"`
+	// Report is the runner's report, in its documented JSON form.
+	Report *runner.Report `json:"report,omitempty"`
+	// Spans are, by unit ID, when each unit held its instance lock.
+	Spans map[string]span `json:"spans,omitempty"`
+	Cache pluginc.Stats   `json:"cache"`
+	Error string          `json:"error,omitempty"`
 }
 
-// unitResult is one instance's outcome in one process. Locked and Applied
-// are when the unit got its workdir (instance lock held) and when terraform
-// apply began: both happen while the lock is held, so for one instance the
-// [Locked, Applied] spans of different processes never overlap.
-type unitResult struct {
-	Instance string    `json:"instance"`
-	Status   string    `json:"status"`
-	Error    string    `json:"error,omitempty"`
-	Seconds  float64   `json:"duration_seconds"`
-	LockWait float64   `json:"lock_wait_seconds"`
-	Locked   time.Time `json:"locked"`
-	Applied  time.Time `json:"applied"`
-	Log      string    `json:"log"`
+// span is when a unit got its workdir (instance lock held) and when
+// terraform apply began: both happen while the lock is held, so for one
+// instance the [Locked, Applied] spans of different processes never
+// overlap. The runner's events give the times.
+type span struct {
+	Locked  time.Time `json:"locked"`
+	Applied time.Time `json:"applied"`
 }
 
 // worker applies its instances with the shared cache and workdir root,
@@ -107,18 +104,20 @@ func applyInstances(ctx context.Context, cfg workerConfig, stderr io.Writer) (*p
 	}
 
 	var mu sync.Mutex
-	locked := map[string]time.Time{}
-	applied := map[string]time.Time{}
+	res.Spans = map[string]span{}
 	events := func(ev runner.Event) {
 		mu.Lock()
 		defer mu.Unlock()
+		sp := res.Spans[ev.Unit]
 		switch ev.Phase {
 		case runner.PhasePrepare:
 			fmt.Fprintf(stderr, "start %s\n", ev.Unit)
 		case runner.PhaseInit:
-			locked[ev.Unit] = ev.Time
+			sp.Locked = ev.Time
+			res.Spans[ev.Unit] = sp
 		case runner.PhaseApply:
-			applied[ev.Unit] = ev.Time
+			sp.Applied = ev.Time
+			res.Spans[ev.Unit] = sp
 		case runner.PhaseDone:
 			fmt.Fprintf(stderr, "end   %s %s\n", ev.Unit, ev.Status)
 		}
@@ -143,19 +142,7 @@ func applyInstances(ctx context.Context, cfg workerConfig, stderr io.Writer) (*p
 	}
 	rep, runErr := r.Run(ctx, runner.Apply, units...)
 	res.Cache = cache.Stats()
-	if rep == nil {
-		return res, runErr
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, u := range rep.Results {
-		ur := unitResult{Instance: u.Unit, Status: u.Status.String(), Seconds: u.Duration.Seconds(),
-			LockWait: u.LockWait.Seconds(), Locked: locked[u.Unit], Applied: applied[u.Unit], Log: u.Log}
-		if u.Err != nil {
-			ur.Error = u.Err.Error()
-		}
-		res.Units = append(res.Units, ur)
-	}
+	res.Report = rep
 	return res, runErr
 }
 
