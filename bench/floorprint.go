@@ -100,6 +100,11 @@ type phaseSplit struct {
 	// rest of its duration (the wrapper's measured cost taken off);
 	// valid only when tied.
 	inTF, outside time.Duration
+	// before and after are the parts of outside before the unit's first
+	// terraform process started (from PhasePrepare) and after its last
+	// one ended (to PhaseDone: outputs, journal, leftover-process check,
+	// workdir lock release); valid only when tied.
+	before, after time.Duration
 	procs         float64 // terraform processes per unit
 	tied          bool    // every process was told to its unit
 }
@@ -250,7 +255,7 @@ func printGoals(out io.Writer, results []scenarioResult, wrapperCost time.Durati
 	}
 	fmt.Fprintf(out, "\n### Where tfisolate's time goes where it misses\n\n")
 	t = [][]string{{"scenario, pass", "wall", "floor", "bound", "terraform CPU", "SDK CPU", "N x c", "CPU / (N x c)", "cores used",
-		"per unit: queued", "prepare", "init", "command", "in terraform", "outside terraform", "floor L", "terraform processes"}}
+		"per unit: queued", "prepare", "init", "command", "in terraform", "outside terraform", "before first", "after last", "floor L", "terraform processes"}}
 	var lines []string
 	for _, sr := range results {
 		for _, pr := range sr.passes {
@@ -264,20 +269,20 @@ func printGoals(out io.Writer, results []scenarioResult, wrapperCost time.Durati
 			row := []string{where, secs(r.wall), secs(f.value()), f.bound(), secs(r.tfCPU), secs(r.sdkCPU), secs(f.cpuNeeded()),
 				ratio(used, f.cpuNeeded()), coresUsed(used, r.wall)}
 			if sp := r.split; sp != nil {
-				inTF, outside := "n/a", "n/a"
+				inTF, outside, before, after := "n/a", "n/a", "n/a", "n/a"
 				if sp.tied {
-					inTF, outside = secs(sp.inTF), millis(sp.outside)
+					inTF, outside, before, after = short(sp.inTF), short(sp.outside), short(sp.before), short(sp.after)
 				}
-				row = append(row, millis(sp.queued), millis(sp.prepare), secs(sp.init), secs(sp.command), inTF, outside,
+				row = append(row, short(sp.queued), short(sp.prepare), short(sp.init), short(sp.command), inTF, outside, before, after,
 					secs(f.unit.wall), fmt.Sprintf("%.1f", sp.procs))
 			} else {
-				row = append(row, "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", secs(f.unit.wall), "n/a")
+				row = append(row, "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", secs(f.unit.wall), "n/a")
 			}
 			t = append(t, row)
 			lines = append(lines, "- "+where+": "+explain(pr))
 		}
 	}
-	writeTable(out, t, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
+	writeTable(out, t, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
 	fmt.Fprintf(out, "\n%s\n", strings.Join(lines, "\n"))
 	fmt.Fprintf(out, `
 How to read it: *terraform CPU* is what tfisolate's terraform processes
@@ -295,8 +300,10 @@ init record check, and terraform init where it ran), *command* is
 PhaseApply to PhaseDone (terraform apply with -json, outputs, the
 instance's journal and lock release). *in terraform* is the unit's
 terraform processes' lifetimes, *outside terraform* the rest of the unit's
-duration (the timing wrapper's cost, %s per process, taken off). *floor
-L* is one unit's wall time alone.
+duration (the timing wrapper's cost, %s per process, taken off), of which
+*before first* is PhasePrepare to the first terraform process and *after
+last* the last process's end to PhaseDone. *floor L* is one unit's wall
+time alone.
 `, millis(wrapperCost))
 }
 
@@ -317,17 +324,26 @@ func explain(pr passResult) string {
 	}
 	if sp := r.split; sp != nil {
 		fmt.Fprintf(&b, " A unit took %s on average (prepare %s, init %s, command %s", secs(sp.prepare+sp.init+sp.command),
-			millis(sp.prepare), secs(sp.init), secs(sp.command))
+			short(sp.prepare), short(sp.init), short(sp.command))
 		if sp.tied {
-			fmt.Fprintf(&b, "; %s of it outside terraform", millis(sp.outside))
+			fmt.Fprintf(&b, "; %s of it outside terraform: %s before its first terraform process, %s after its last",
+				short(sp.outside), short(sp.before), short(sp.after))
 		}
 		fmt.Fprintf(&b, ") against %s for terraform alone", secs(f.unit.wall))
 		if sp.queued > 0 {
-			fmt.Fprintf(&b, ", after %s queued", millis(sp.queued))
+			fmt.Fprintf(&b, ", after %s queued", short(sp.queued))
 		}
 		b.WriteString(".")
 	}
 	return b.String()
+}
+
+// short formats d in milliseconds below a second, else in seconds.
+func short(d time.Duration) string {
+	if d < time.Second && d > -time.Second {
+		return millis(d)
+	}
+	return secs(d)
 }
 
 // coresUsed is cpu/wall, the cores a run kept busy on average.

@@ -72,7 +72,7 @@ func (e *env) floorSection(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "\nOpenTofu rows skipped: %v.\n", tofuErr)
 		fmt.Fprintf(e.log, "bench: OpenTofu rows skipped: %v\n", tofuErr)
 	} else {
-		fmt.Fprintf(out, "\nOpenTofu: %s (%s).\n", tofuVer, tofuBin)
+		fmt.Fprintf(out, "\nOpenTofu: %s.\n", tofuVer)
 	}
 	cost, err := calibrate(ctx, e.o.root)
 	if err != nil {
@@ -161,8 +161,13 @@ installed from the loopback registry's network mirror. The copies the
 workaround and OpenTofu rows run in are made before their clock starts.
 *terraform CPU* is the rows' engine processes and all they started;
 *SDK CPU* is the bench process itself over the run (for tfisolate: the
-SDK). Ratios are wall time against the floor, the workaround and
-OpenTofu of the same pass.
+SDK); *cores used* is their sum over the wall time. Ratios are wall time
+against the floor, the workaround and OpenTofu of the same pass. On a
+shared machine the rows get fewer cores than the CPU bound assumes (see
+*cores used*; the floor row's is what the bound takes): the wall ratios
+against a CPU-bound floor then overstate the distance to it, while the
+ratios between rows, measured one after another under the same load, and
+the CPU factor in the breakdown below hold up better.
 `
 
 // setupGroup serves the provider with the given padding (the bench's own
@@ -588,6 +593,7 @@ func errorLinesOf(s string) []string {
 // (DATADIR/tfisolate-logs/CMD.log).
 func splitPhases(results []runner.Result, ev *phaseTimes, calls []call, wrapperCost time.Duration) *phaseSplit {
 	inTF, procs := map[string]time.Duration{}, map[string]int{}
+	first, last := map[string]time.Time{}, map[string]time.Time{}
 	unitCalls := 0
 	for _, c := range calls {
 		if c.dataDir == "" {
@@ -596,9 +602,15 @@ func splitPhases(results []runner.Result, ev *phaseTimes, calls []call, wrapperC
 		unitCalls++
 		inTF[c.dataDir] += c.end.Sub(c.start)
 		procs[c.dataDir]++
+		if f, ok := first[c.dataDir]; !ok || c.start.Before(f) {
+			first[c.dataDir] = c.start
+		}
+		if l, ok := last[c.dataDir]; !ok || c.end.After(l) {
+			last[c.dataDir] = c.end
+		}
 	}
 	sp := &phaseSplit{tied: true}
-	var queued, prepare, init, command, in, outside time.Duration
+	var queued, prepare, init, command, in, outside, before, after time.Duration
 	matched := 0
 	for _, r := range results {
 		ev.mu.Lock()
@@ -626,6 +638,10 @@ func splitPhases(results []runner.Result, ev *phaseTimes, calls []call, wrapperC
 		matched += n
 		in += inTF[dd]
 		outside += r.Duration - inTF[dd] - time.Duration(n)*wrapperCost
+		// The wrapper's cost is mostly bash starting, before it reads the
+		// start time: it lies before the first process.
+		before += first[dd].Sub(p) - wrapperCost
+		after += d.Sub(last[dd])
 	}
 	if sp.units == 0 {
 		return nil
@@ -637,7 +653,7 @@ func splitPhases(results []runner.Result, ev *phaseTimes, calls []call, wrapperC
 		sp.tied = false
 	}
 	if sp.tied {
-		sp.inTF, sp.outside = in/u, outside/u
+		sp.inTF, sp.outside, sp.before, sp.after = in/u, outside/u, before/u, after/u
 	}
 	return sp
 }
