@@ -144,6 +144,11 @@ func logName(id string) string {
 }
 
 func (x *unitRun) pipeline(ctx context.Context) error {
+	if x.rs.cmd.kind == kindApplyPlan {
+		if err := x.checkSavedPlan(x.rs.cmd.reverse); err != nil {
+			return err
+		}
+	}
 	x.tree = modtree.Walk(x.dir)
 	manifest, err := x.modules(ctx)
 	if err != nil {
