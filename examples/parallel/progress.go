@@ -27,6 +27,9 @@ type progress struct {
 	notes []string // the example's own messages, shown under the units
 	drawn int      // lines drawn last time, to move back over them
 	width int      // of the widest unit ID, to align the columns
+	// drawing is set once start begins the live view; before, the story
+	// is still being printed and must not be drawn over.
+	drawing bool
 
 	stopTick context.CancelFunc
 	ticker   sync.WaitGroup
@@ -59,6 +62,9 @@ func (p *progress) start(ctx context.Context) {
 	if !p.live {
 		return
 	}
+	p.mu.Lock()
+	p.drawing = true
+	p.mu.Unlock()
 	ctx, p.stopTick = context.WithCancel(ctx)
 	p.ticker.Go(func() {
 		t := time.NewTicker(250 * time.Millisecond)
@@ -126,7 +132,7 @@ func (p *progress) event(e runner.Event) {
 func (p *progress) note(msg string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.live {
+	if p.drawing {
 		p.notes = append(p.notes, msg)
 		p.draw()
 		return
