@@ -182,3 +182,32 @@ func requireShowJSON(t *testing.T, path string, want map[string][]string) {
 	}
 	require.Equal(t, want, got)
 }
+
+// TestApplyPlanRefusesChangedArgs: ErrStalePlan's promise covers the
+// unit's arguments too: a saved plan made with other variables, targets
+// or replacements than the unit now has is refused, not applied with
+// values the caller no longer asks for.
+func TestApplyPlanRefusesChangedArgs(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	src := w.component(t, "vars", varsComponent)
+	r := w.runner(t)
+	changes := []struct {
+		name         string
+		saved, later Args
+	}{
+		{"vars", Args{Vars: map[string]string{"name": "one"}}, Args{Vars: map[string]string{"name": "two"}}},
+		{"targets", Args{Vars: map[string]string{"name": "one"}}, Args{Vars: map[string]string{"name": "one"}, Targets: []string{"output.name"}}},
+	}
+	for _, c := range changes {
+		t.Run(c.name, func(t *testing.T) {
+			u := Unit{Workdir: workdirSpec("plat-ue2-dev", "args-"+c.name, src, nil), Args: c.saved}
+			_, err := r.Run(testCtx(t), SavePlan, u)
+			require.NoError(t, err)
+			u.Args = c.later
+			rep, err := r.Run(testCtx(t), ApplyPlan, u)
+			require.NotNil(t, rep)
+			require.ErrorIs(t, err, ErrStalePlan, "a plan saved with other arguments was applied (output name = %s)", rep.Results[0].Outputs["name"].Value)
+		})
+	}
+}
