@@ -30,14 +30,15 @@ func initArgs(a Args, reconfigure bool) []string {
 	return args
 }
 
-// planArgs are shared by plan and apply (without a saved plan).
+// varArgs puts var files first and -var pairs after them: terraform takes
+// the last value it is given, so an explicit Var wins over a var file.
 func varArgs(a Args) []string {
 	var args []string
-	for _, k := range slices.Sorted(maps.Keys(a.Vars)) {
-		args = append(args, "-var", k+"="+a.Vars[k])
-	}
 	for _, f := range a.VarFiles {
 		args = append(args, "-var-file="+f)
+	}
+	for _, k := range slices.Sorted(maps.Keys(a.Vars)) {
+		args = append(args, "-var", k+"="+a.Vars[k])
 	}
 	return args
 }

@@ -51,7 +51,7 @@ func TestVarArgs(t *testing.T) {
 		{"var files in the given order", Args{VarFiles: []string{"z.tfvars", "/abs/a.tfvars.json", "plat-ue2-dev-elasticache.terraform.tfvars.json"}},
 			[]string{"-var-file=z.tfvars", "-var-file=/abs/a.tfvars.json", "-var-file=plat-ue2-dev-elasticache.terraform.tfvars.json"}},
 		{"vars then var files", Args{Vars: map[string]string{"b": "2", "a": "1"}, VarFiles: []string{"f.tfvars"}},
-			[]string{"-var", "a=1", "-var", "b=2", "-var-file=f.tfvars"}},
+			[]string{"-var-file=f.tfvars", "-var", "a=1", "-var", "b=2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestPlanArgs(t *testing.T) {
 			[]string{"plan", "-no-color", "-detailed-exitcode", "-input=false", "-lock-timeout=0ms",
 				"-lock=true", "-refresh=false", "-parallelism=4",
 				"-target=tfitest_item.a", "-target=module.m",
-				"-var", "a=1", "-var", "b=2", "-var-file=x.tfvars.json",
+				"-var-file=x.tfvars.json", "-var", "a=1", "-var", "b=2",
 				"-replace=tfitest_item.b", "-out=p"}},
 		{"refresh true and lock false", Args{Refresh: ptr(true), Lock: ptr(false)}, "1s", false, "",
 			[]string{"plan", "-no-color", "-detailed-exitcode", "-input=false", "-lock-timeout=1s", "-lock=false", "-refresh=true"}},
@@ -111,7 +111,7 @@ func TestApplyArgs(t *testing.T) {
 	require.Equal(t, []string{"apply", "-auto-approve", "-json", "-input=false", "-lock-timeout=2s",
 		"-lock=true", "-refresh=false", "-parallelism=4",
 		"-target=tfitest_item.a", "-target=module.m",
-		"-var", "a=1", "-var", "b=2", "-var-file=x.tfvars.json",
+		"-var-file=x.tfvars.json", "-var", "a=1", "-var", "b=2",
 		"-replace=tfitest_item.b"}, applyArgs(fullArgs(), "2s"))
 }
 
@@ -136,7 +136,7 @@ func TestDestroyArgs(t *testing.T) {
 	require.Equal(t, []string{"destroy", "-auto-approve", "-no-color", "-input=false", "-lock-timeout=0ms",
 		"-lock=true", "-refresh=false", "-parallelism=4",
 		"-target=tfitest_item.a", "-target=module.m",
-		"-var", "a=1", "-var", "b=2", "-var-file=x.tfvars.json"}, got)
+		"-var-file=x.tfvars.json", "-var", "a=1", "-var", "b=2"}, got)
 	for _, a := range got {
 		require.False(t, strings.HasPrefix(a, "-replace"), "destroy takes no -replace")
 	}

@@ -54,9 +54,10 @@ var (
 	// root module's outputs afterwards.
 	Apply = Command{name: "apply", kind: kindApply, phase: PhaseApply}
 	// ApplyPlan applies the plan SavePlan saved for each unit, exactly:
-	// a unit with no saved plan, or whose workdir, lock file, terraform or
-	// options changed since it was saved, fails with ErrNoPlan or
-	// ErrStalePlan and is never re-planned. The order is dependency order;
+	// a unit with no saved plan, or whose workdir, lock file, terraform,
+	// Args or Env changed since it was saved, fails with ErrNoPlan or
+	// ErrStalePlan and is never re-planned. Give it the same units
+	// SavePlan got. The order is dependency order;
 	// use ApplyDestroyPlan for plans saved by SaveDestroyPlan.
 	ApplyPlan = Command{name: "apply-plan", kind: kindApplyPlan, phase: PhaseApply}
 	// ApplyDestroyPlan is ApplyPlan in destroy order, for plans saved by

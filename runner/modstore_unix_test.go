@@ -49,7 +49,7 @@ func TestRemoteModulesAcrossProcesses(t *testing.T) {
 	// process fetching it is killed mid-fetch.
 	src2 := w.component(t, "redis2", remoteComponent(ms.source()+"?v=2"))
 	require.NoError(t, os.WriteFile(filepath.Join(src2, lockFileName), lockFileOf(t, w, "plat-ue2-dev", "warm"), 0o644))
-	ms.hold, ms.requested = make(chan struct{}), make(chan struct{}, 1)
+	ms.holding.Store(true)
 	spec := workdirSpec("plat-ue2-dev", "killed", src2, files(t, map[string]any{"name": "k"}, filepath.Join(w.dir, "k.tfstate")))
 	victim := startChild(t, childConfig{TF: w.tf, Root: filepath.Join(w.dir, "agent-k"), Cache: w.cache.Dir(), Spec: spec}, nil)
 	select {

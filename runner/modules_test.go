@@ -26,8 +26,9 @@ type moduleServer struct {
 	srv       *httptest.Server
 	downloads atomic.Int64
 	fail      atomic.Bool // answer 500
-	// hold, when set, makes every archive GET signal requested and then
-	// wait until hold is closed (or the client goes away).
+	// holding makes every archive GET signal requested and then wait
+	// until hold is closed (or the client goes away).
+	holding   atomic.Bool
 	hold      chan struct{}
 	requested chan struct{}
 }
@@ -46,7 +47,7 @@ func startModuleServer(t *testing.T, files map[string]string) *moduleServer {
 	}
 	require.NoError(t, zw.Close())
 	archive := buf.Bytes()
-	ms := &moduleServer{}
+	ms := &moduleServer{hold: make(chan struct{}), requested: make(chan struct{}, 1)}
 	ms.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != moduleArchivePath {
 			http.NotFound(w, r)
@@ -54,7 +55,7 @@ func startModuleServer(t *testing.T, files map[string]string) *moduleServer {
 		}
 		if r.Method == http.MethodGet {
 			ms.downloads.Add(1)
-			if ms.hold != nil {
+			if ms.holding.Load() {
 				select {
 				case ms.requested <- struct{}{}:
 				default:

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +38,7 @@ type planMeta struct {
 	LockFile string    `json:"lock_file"` // sha256 of .terraform.lock.hcl, "" when none
 	Engine   string    `json:"engine"`    // kind and version of the terraform that planned
 	Plan     string    `json:"plan"`      // sha256 of the plan file
+	Args     string    `json:"args"`      // sha256 of the unit's plan arguments and Env
 	Destroy  bool      `json:"destroy"`
 	Created  time.Time `json:"created"`
 }
@@ -93,7 +95,8 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 }
 
 func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
-	m := planMeta{Digest: x.w.Digest, Engine: string(x.rs.eng.Kind) + " " + x.rs.eng.Version.String(), Destroy: destroy, Created: time.Now().UTC()}
+	m := planMeta{Digest: x.w.Digest, Engine: string(x.rs.eng.Kind) + " " + x.rs.eng.Version.String(), Destroy: destroy, Created: time.Now().UTC(),
+		Args: planArgsDigest(x.u)}
 	var err error
 	if m.Plan, err = fileSum(file); err != nil {
 		return m, fmt.Errorf("hash saved plan: %w", err)
@@ -198,10 +201,28 @@ func staleness(saved, now planMeta, wantDestroy bool) string {
 	if saved.LockFile != now.LockFile {
 		why = append(why, "the dependency lock file changed")
 	}
+	if saved.Args != now.Args {
+		why = append(why, "the unit's arguments or environment changed")
+	}
 	if saved.Engine != now.Engine {
 		why = append(why, fmt.Sprintf("terraform changed (%s, now %s)", saved.Engine, now.Engine))
 	}
 	return strings.Join(why, "; ")
+}
+
+// planArgsDigest covers what a unit gives terraform's plan besides the
+// workdir: its plan arguments (variables, var files, targets,
+// replacements, refresh; not -out or the lock timeout, which change from
+// run to run) and its Env.
+func planArgsDigest(u *Unit) string {
+	h := sha256.New()
+	for _, a := range planArgs(u.Args, "", false, "") {
+		fmt.Fprintf(h, "%d %s\n", len(a), a)
+	}
+	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
+		fmt.Fprintf(h, "env %d %s %d %s\n", len(k), k, len(u.Env[k]), u.Env[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // showPlan is the part of terraform show -json the summary reads.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tfisolate/tfisolate/workdir"
@@ -150,17 +151,26 @@ type Report struct {
 	Duration time.Duration
 }
 
-// Err joins the errors of the units that failed or were canceled; nil when
-// none did. Skipped units are left out: their cause is already in it.
+// Err joins the errors of the units that failed or were canceled, and,
+// when a Stop kept units from starting, one error wrapping ErrStopped
+// that names them; nil when all went through. Units skipped because a
+// dependency failed are left out: their cause is already in it.
 func (r *Report) Err() error {
 	if r == nil {
 		return nil
 	}
 	var errs []error
+	var stopped []string
 	for _, res := range r.Results {
-		if res.Status == Failed || res.Status == Canceled {
+		switch {
+		case res.Status == Failed || res.Status == Canceled:
 			errs = append(errs, fmt.Errorf("unit %s: %w", res.Unit, res.Err))
+		case res.Status == Skipped && errors.Is(res.Err, ErrStopped):
+			stopped = append(stopped, res.Unit)
 		}
+	}
+	if len(stopped) > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d unit(s) never started: %s", ErrStopped, len(stopped), strings.Join(stopped, ", ")))
 	}
 	return errors.Join(errs...)
 }

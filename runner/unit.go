@@ -37,11 +37,13 @@ type Unit struct {
 // that take it; none is passed to a command that would refuse it (a saved
 // plan is applied with no variables or targets: they are in the plan).
 type Args struct {
-	// Vars are -var NAME=VALUE pairs, passed in sorted order.
+	// Vars are -var NAME=VALUE pairs, passed in sorted order after the
+	// var files, so a Var wins over a var file's value for the same
+	// variable.
 	Vars map[string]string
 	// VarFiles are -var-file paths, relative to the component directory
 	// in the workdir (a generated file or one of the component's own) or
-	// absolute.
+	// absolute, passed in order (a later file wins).
 	VarFiles []string
 	// Targets are -target resource addresses.
 	Targets []string
