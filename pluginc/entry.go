@@ -20,7 +20,7 @@ import (
 // whoever sees the package sees its record.
 type meta struct {
 	Hashes []string     `json:"hashes"` // lock file hashes: h1: and the zh: of every platform when signed
-	Zip    string       `json:"zip"`    // zh: of the zip it was unpacked from, verified against the source
+	Zip    string       `json:"zip"`    // zh: of the zip it was unpacked from, verified against the source; empty when packed from an unpacked mirror
 	Source string       `json:"source"`
 	H1     string       `json:"h1,omitempty"`    // h1: of the unpacked files below
 	Files  []fileRecord `json:"files,omitempty"` // every file of the package, sorted by path

@@ -292,7 +292,10 @@ func (c *Cache) download(ctx context.Context, p Provider, v *version.Version, pl
 
 	// The record first, then the package: whoever sees the package sees
 	// its record. Renaming the dir leaves its files' stamps as recorded.
-	zh := "zh:" + f.sha256
+	zh := ""
+	if f.sha256 != "" { // a package packed from an unpacked mirror has no zip of its own
+		zh = "zh:" + f.sha256
+	}
 	if err := c.writeMeta(p, v, plat, &meta{Hashes: hashes, Zip: zh, Source: src.String(), H1: h1, Files: files}); err != nil {
 		return fail(f.url, err)
 	}

@@ -31,5 +31,5 @@ type fetched struct {
 	lockExtra []string // extra lock file hashes (zh: of every platform)
 	wantH1    []string // h1: hashes the package must match (mirrors)
 	bytes     int64    // bytes transferred
-	sha256    string   // hex SHA-256 of the zip
+	sha256    string   // hex SHA-256 of the zip; empty for one packed from an unpacked mirror
 }

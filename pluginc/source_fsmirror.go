@@ -10,10 +10,13 @@ import (
 	"github.com/hashicorp/go-version"
 )
 
-// FilesystemMirror returns a Source reading Terraform's packed filesystem
-// mirror layout: DIR/HOST/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip.
-// Local archives carry no signature; their lock file entry is the h1: hash
-// alone, as Terraform records it.
+// FilesystemMirror returns a Source reading a Terraform filesystem mirror
+// in both of Terraform's layouts: packed,
+// DIR/HOST/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip, and
+// unpacked, DIR/HOST/NAMESPACE/TYPE/VERSION/OS_ARCH/ (the layout of this
+// cache, so one cache can serve another). A version offered in both is
+// taken from its zip. Local packages carry no signature; their lock file
+// entry is the h1: hash alone, as Terraform records it.
 func FilesystemMirror(dir string) Source { return fsMirror{dir: dir} }
 
 type fsMirror struct{ dir string }
@@ -38,6 +41,13 @@ func (m fsMirror) versions(_ context.Context, _ *fetchEnv, p Provider) ([]*versi
 	var out []*version.Version
 	for _, e := range ents {
 		name := e.Name()
+		if unpackedVersion(m.pkgDir(p), name) {
+			if v, err := parseVersion(name); err == nil && !seen[name] {
+				seen[name] = true
+				out = append(out, v)
+			}
+			continue
+		}
 		if !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, ".zip") {
 			continue
 		}
@@ -57,11 +67,11 @@ func (m fsMirror) versions(_ context.Context, _ *fetchEnv, p Provider) ([]*versi
 	return out, nil
 }
 
-func (m fsMirror) fetch(ctx context.Context, _ *fetchEnv, p Provider, v *version.Version, platform string, dst *os.File) (fetched, error) {
+func (m fsMirror) fetch(ctx context.Context, env *fetchEnv, p Provider, v *version.Version, platform string, dst *os.File) (fetched, error) {
 	path := filepath.Join(m.pkgDir(p), "terraform-provider-"+p.Type+"_"+v.Original()+"_"+platform+".zip")
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
-		return fetched{url: path}, fmt.Errorf("%w: %s has no package for this platform", ErrNotFound, m)
+		return m.fetchUnpacked(ctx, env, p, v, platform, dst)
 	}
 	if err != nil {
 		return fetched{url: path}, fmt.Errorf("%w: %v", ErrDownload, err)
@@ -73,4 +83,22 @@ func (m fsMirror) fetch(ctx context.Context, _ *fetchEnv, p Provider, v *version
 	}
 	n, sum, err := copyHashed(ctx, path, dst, f, fi.Size())
 	return fetched{url: path, bytes: n, sha256: sum}, err
+}
+
+// fetchUnpacked packs the unpacked layout's package dir into dst. The
+// zip is made here, not distributed by anyone, so it has no zh: hash to
+// record: the package's h1: is its identity, as Terraform records it.
+func (m fsMirror) fetchUnpacked(ctx context.Context, env *fetchEnv, p Provider, v *version.Version, platform string, dst *os.File) (fetched, error) {
+	dir := filepath.Join(m.pkgDir(p), v.Original(), platform)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fetched{url: dir}, fmt.Errorf("%w: %s has no package for this platform", ErrNotFound, m)
+	}
+	n, err := zipDir(ctx, dir, env.writer(dst))
+	if err != nil {
+		if ctx.Err() != nil {
+			return fetched{url: dir, bytes: n}, ctx.Err()
+		}
+		return fetched{url: dir, bytes: n}, fmt.Errorf("pack %s: %w", dir, err)
+	}
+	return fetched{url: dir, bytes: n}, nil
 }
