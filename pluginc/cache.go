@@ -159,7 +159,7 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 		listFlights:    flight.Group[*listing]{Forget: true},
 		installFlights: flight.Group[installResult]{Forget: true},
 	}
-	c.env = &fetchEnv{client: cfg.client, log: cfg.log, env: cfg.getenv, lim: cfg.net, retries: &c.retries}
+	c.env = &fetchEnv{client: cfg.client, log: cfg.log, env: cfg.getenv, cli: cfg.cli, lim: cfg.net, retries: &c.retries}
 	c.sweepAll()
 	return c, nil
 }

@@ -6,7 +6,21 @@
 // LockFile() (a .terraform.lock.hcl identical to what terraform init would
 // write). Providers come from the sources given to WithSource, tried in
 // order: Registry (the provider registry protocol with service discovery
-// and TF_TOKEN_<host> credentials), NetworkMirror and FilesystemMirror.
+// and TF_TOKEN_<host> credentials), NetworkMirror and FilesystemMirror
+// (Terraform's packed and unpacked layouts).
+//
+// The user's own CLI config: ReadCLIConfig reads it as Terraform does
+// (HCL 1 or JSON); CLIConfigFor(file) is CLIConfig with the user's
+// credentials, credentials helper, host blocks and other settings passed
+// through, since TF_CLI_CONFIG_FILE replaces the user's file; the
+// providers the cache lacks are installed as the user's
+// provider_installation says. WithCLIConfig(file) gives the cache's own
+// requests the file's credentials blocks (after TF_TOKEN_<host>
+// variables, as in Terraform) and host blocks; a credentials helper is
+// left to Terraform. file.Sources() turns the file's provider_installation
+// (mirrors, direct, include and exclude patterns) into the cache's
+// sources, for a caller that wants the cache to install the way the user's
+// Terraform would.
 //
 // Guarantees:
 //
@@ -81,8 +95,15 @@
 //     Lock.Requirement). Once a package is in the cache, a locked
 //     requirement is answered without any network request; version lists
 //     are fetched once per Cache.
-//   - CLIConfig never uses plugin_cache_dir, whose writes are not safe
-//     under concurrency.
+//   - CLIConfig and CLIConfigFor never set plugin_cache_dir, and
+//     CLIConfigFor drops the user's: Terraform writes into a plugin cache
+//     without a lock, unpacking straight into the final path
+//     (hashicorp/terraform#31964), so concurrent inits sharing one tear
+//     each other's packages. Terraform gets the cache as a read-only
+//     filesystem_mirror instead and never writes to it.
+//   - A CLI config file Terraform would refuse is refused by name:
+//     ReadCLIConfig's errors (*CLIConfigError, ErrInvalidCLIConfig) name
+//     the file and the line.
 //   - Lock file hashes are SCHEME:VALUE in printable ASCII, as Terraform
 //     writes them: ParseLockFile refuses anything else by name, and
 //     LockFile leaves such strings out, so its output always parses back

@@ -98,3 +98,47 @@ func ExampleCache_Ensure() {
 	//   ]
 	// }
 }
+
+// The user's own CLI config survives TF_CLI_CONFIG_FILE: its credentials
+// pass through, its plugin_cache_dir does not, and the cache decides how
+// providers are installed.
+func ExampleCache_CLIConfigFor() {
+	tmp, err := os.MkdirTemp("", "pluginc-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	rc := filepath.Join(tmp, ".terraformrc")
+	err = os.WriteFile(rc, []byte(`credentials "registry.corp.example" {
+  token = "s3cret"
+}
+plugin_cache_dir = "/home/me/.terraform.d/plugin-cache"
+`), 0o644)
+	if err != nil {
+		log.Fatal(err)
+	}
+	user, err := pluginc.ReadCLIConfig(rc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := pluginc.Open(filepath.Join(tmp, "cache"), pluginc.WithCLIConfig(user))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(string(c.CLIConfigFor(user)))
+	// Output:
+	// {
+	//   "credentials": {
+	//     "registry.corp.example": {
+	//       "token": "s3cret"
+	//     }
+	//   },
+	//   "provider_installation": [
+	//     {
+	//       "direct": [
+	//         {}
+	//       ]
+	//     }
+	//   ]
+	// }
+}

@@ -26,6 +26,7 @@ type fetchEnv struct {
 	client  *http.Client
 	log     *slog.Logger
 	env     func(string) (string, bool)
+	cli     cliClient // the user's CLI config: tokens and host services
 	lim     netLimits
 	retries *atomic.Int64 // Stats.Retries
 

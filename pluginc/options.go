@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"regexp"
 	"time"
+
+	svchost "github.com/hashicorp/terraform-svchost"
 )
 
 // Option configures a Cache. Options are applied in order; Open fails with
@@ -41,6 +43,15 @@ type config struct {
 	getenv    func(string) (string, bool)
 	net       netLimits
 	maxUnpack int64
+	cli       cliClient
+}
+
+// cliClient is what the cache takes from a user's CLI config for its own
+// requests: tokens and service overrides by host (comparison form).
+type cliClient struct {
+	tokens map[string]string
+	hosts  map[string]map[string]any
+	path   string
 }
 
 // netLimits bounds every HTTP request the cache makes.
@@ -112,6 +123,51 @@ func WithHTTPClient(hc *http.Client) Option {
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) error {
 		c.log = l
+		return nil
+	})
+}
+
+// WithCLIConfig makes the cache's own requests use a user's CLI config
+// file (see ReadCLIConfig), as Terraform would: a credentials block's
+// token is sent to that host (a registry's API, a network mirror), and a
+// host block's "providers.v1" service is used instead of service
+// discovery for that host. A TF_TOKEN_<host> variable (see WithLookupEnv)
+// still wins over a credentials block, as in Terraform. A
+// credentials_helper is never run by the cache (Terraform runs it, given
+// the merged config from CLIConfigFor): a host whose token only a helper
+// knows needs a TF_TOKEN_<host> variable for the cache's downloads. The
+// file's provider_installation is not used here; see
+// CLIConfigFile.Sources. WithCLIConfig(nil) means no file (the default).
+func WithCLIConfig(f *CLIConfigFile) Option {
+	return optionFunc(func(c *config) error {
+		c.cli = cliClient{}
+		if f == nil {
+			return nil
+		}
+		cli := cliClient{tokens: map[string]string{}, hosts: map[string]map[string]any{}, path: f.Path}
+		for host, attrs := range f.Credentials {
+			h, err := svchost.ForComparison(host)
+			if err != nil {
+				return fmt.Errorf("pluginc: WithCLIConfig: %w", &CLIConfigError{Path: f.Path, Msg: fmt.Sprintf("the credentials %q block has an invalid host name: %v", host, err)})
+			}
+			tok, ok := attrs["token"]
+			if !ok {
+				continue
+			}
+			s, ok := tok.(string)
+			if !ok {
+				return fmt.Errorf("pluginc: WithCLIConfig: %w", &CLIConfigError{Path: f.Path, Msg: fmt.Sprintf("credentials %q: token must be a string", host)})
+			}
+			cli.tokens[h.String()] = s
+		}
+		for host, services := range f.Hosts {
+			h, err := svchost.ForComparison(host)
+			if err != nil {
+				return fmt.Errorf("pluginc: WithCLIConfig: %w", &CLIConfigError{Path: f.Path, Msg: fmt.Sprintf("the host %q block has an invalid host name: %v", host, err)})
+			}
+			cli.hosts[h.String()] = services
+		}
+		c.cli = cli
 		return nil
 	})
 }

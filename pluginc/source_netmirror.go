@@ -17,7 +17,9 @@ import (
 // protocol at baseURL (https://HOST/PATH/): HOSTNAME/NS/TYPE/index.json and
 // HOSTNAME/NS/TYPE/VERSION.json. Packages are checked against the h1: or
 // zh: hashes the mirror gives; like Terraform, only the package's own h1:
-// goes into the lock file, since a mirror's hashes are not signed.
+// goes into the lock file, since a mirror's hashes are not signed. The
+// mirror's host (port included, as Terraform keys it) gets its
+// TF_TOKEN_<host> or CLI config credentials.
 func NetworkMirror(baseURL string) Source { return netMirror{base: baseURL} }
 
 type netMirror struct{ base string }
@@ -38,7 +40,7 @@ func (m netMirror) versions(ctx context.Context, env *fetchEnv, p Provider) ([]*
 	if err != nil {
 		return nil, err
 	}
-	body, err := env.getSmall(ctx, u.String(), tokenFor(env, u.Hostname(), u))
+	body, err := env.getSmall(ctx, u.String(), tokenFor(env, u.Host, u))
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +65,7 @@ func (m netMirror) fetch(ctx context.Context, env *fetchEnv, p Provider, v *vers
 	if err != nil {
 		return fetched{}, err
 	}
-	body, err := env.getSmall(ctx, u.String(), tokenFor(env, u.Hostname(), u))
+	body, err := env.getSmall(ctx, u.String(), tokenFor(env, u.Host, u))
 	if err != nil {
 		return fetched{url: u.String()}, err
 	}
@@ -84,7 +86,7 @@ func (m netMirror) fetch(ctx context.Context, env *fetchEnv, p Provider, v *vers
 	if err != nil || a.URL == "" {
 		return fetched{url: u.String()}, fmt.Errorf("%w: %s: bad archive url %q", ErrDownload, u, a.URL)
 	}
-	n, sum, err := env.download(ctx, dl.String(), tokenFor(env, u.Hostname(), dl), dst)
+	n, sum, err := env.download(ctx, dl.String(), tokenFor(env, u.Host, dl), dst)
 	if err != nil {
 		return fetched{url: dl.String(), bytes: n}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -21,8 +22,12 @@ import (
 // https://HOST/.well-known/terraform.json ("providers.v1"), then the
 // versions and download endpoints. Packages are accepted only if their
 // SHA-256 is in a SHA256SUMS document signed by one of the registry's keys.
-// A TF_TOKEN_<host> variable (dots as "_", hyphens as "__", as in Terraform)
-// is sent as a bearer token to that host.
+// A TF_TOKEN_<host> variable (dots as "_", hyphens as "__", as in Terraform),
+// else the token of a credentials block of the CLI config given to
+// WithCLIConfig, is sent as a bearer token to that host's registry API
+// (wherever its discovery or a host block puts it) and to downloads from
+// that host itself. A host block in that CLI config with a "providers.v1"
+// service is used instead of service discovery, as Terraform uses it.
 func Registry() Source { return &registry{bases: map[string]*url.URL{}} }
 
 type registry struct {
@@ -33,7 +38,9 @@ type registry struct {
 // String names the protocol; the host comes from each provider address.
 func (r *registry) String() string { return "provider registry" }
 
-// token returns the TF_TOKEN_ credential for host, if any.
+// token returns the credential for host, if any: its TF_TOKEN_ variable
+// first (even an empty one), then a credentials block of the CLI config,
+// in Terraform's order.
 func token(env *fetchEnv, host string) string {
 	h, err := svchost.ForComparison(host)
 	if err != nil {
@@ -43,7 +50,7 @@ func token(env *fetchEnv, host string) string {
 	if v, ok := env.env(name); ok {
 		return strings.TrimSpace(v)
 	}
-	return ""
+	return env.cli.tokens[h.String()]
 }
 
 // tokenFor returns the credential to send with a request to u: only the
@@ -58,35 +65,53 @@ func tokenFor(env *fetchEnv, host string, u *url.URL) string {
 }
 
 func (r *registry) base(ctx context.Context, env *fetchEnv, p Provider) (*url.URL, error) {
-	r.mu.Lock()
-	b, ok := r.bases[p.Hostname]
-	r.mu.Unlock()
-	if ok {
-		return b, nil
-	}
 	host, err := svchost.ForComparison(p.Hostname)
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: bad hostname: %v", ErrInvalidProvider, p.String(), err)
 	}
-	disco := &url.URL{Scheme: "https", Host: host.String(), Path: "/.well-known/terraform.json"}
-	body, err := env.getSmall(ctx, disco.String(), token(env, p.Hostname))
-	if err != nil {
-		return nil, fmt.Errorf("service discovery for %s: %w", p.Hostname, err)
+	_, forced := env.cli.hosts[host.String()]
+	r.mu.Lock()
+	b, ok := r.bases[p.Hostname]
+	r.mu.Unlock()
+	if ok && !forced {
+		return b, nil
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, fmt.Errorf("%w: service discovery %s: %v", ErrDownload, disco, err)
+	disco := &url.URL{Scheme: "https", Host: host.String(), Path: "/.well-known/terraform.json"}
+	where := disco.String()
+	doc := env.cli.hosts[host.String()]
+	if forced {
+		// A host block replaces discovery; its URLs are relative to the
+		// discovery document's, as in Terraform.
+		where = "the host " + strconv.Quote(p.Hostname) + " block of " + env.cli.path
+	} else {
+		body, err := env.getSmall(ctx, disco.String(), token(env, p.Hostname))
+		if err != nil {
+			return nil, fmt.Errorf("service discovery for %s: %w", p.Hostname, err)
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			return nil, fmt.Errorf("%w: service discovery %s: %v", ErrDownload, disco, err)
+		}
 	}
 	raw, ok := doc["providers.v1"].(string)
+	if !ok && forced {
+		// Not "not found": the user's file says so, and Terraform would
+		// fail the same way.
+		return nil, &CLIConfigError{Path: env.cli.path, Msg: fmt.Sprintf("the host %q block has no \"providers.v1\" service (a string), so the host offers no provider registry", p.Hostname)}
+	}
 	if !ok {
-		return nil, fmt.Errorf("%w: host %s does not offer the provider registry protocol (no providers.v1 in %s)", ErrNotFound, p.Hostname, disco)
+		return nil, fmt.Errorf("%w: host %s does not offer the provider registry protocol (no providers.v1 in %s)", ErrNotFound, p.Hostname, where)
 	}
 	b, err = disco.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: service discovery %s: providers.v1 %q: %v", ErrDownload, disco, raw, err)
+		return nil, fmt.Errorf("%w: service discovery %s: providers.v1 %q: %v", ErrDownload, where, raw, err)
 	}
 	if !strings.HasSuffix(b.Path, "/") {
 		b.Path += "/"
+	}
+	if forced {
+		// Cheap to recompute, and the Registry may serve caches with
+		// other CLI configs: only discovered bases are remembered.
+		return b, nil
 	}
 	r.mu.Lock()
 	r.bases[p.Hostname] = b
@@ -99,8 +124,10 @@ func (r *registry) versions(ctx context.Context, env *fetchEnv, p Provider) ([]*
 	if err != nil {
 		return nil, err
 	}
+	// The registry's API gets the host's credentials wherever its base
+	// is, as Terraform sends them.
 	u := b.JoinPath(p.Namespace, p.Type, "versions")
-	body, err := env.getSmall(ctx, u.String(), tokenFor(env, p.Hostname, u))
+	body, err := env.getSmall(ctx, u.String(), token(env, p.Hostname))
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +172,7 @@ func (r *registry) fetch(ctx context.Context, env *fetchEnv, p Provider, v *vers
 	}
 	osName, arch, _ := strings.Cut(platform, "_")
 	u := b.JoinPath(p.Namespace, p.Type, v.Original(), "download", osName, arch)
-	body, err := env.getSmall(ctx, u.String(), tokenFor(env, p.Hostname, u))
+	body, err := env.getSmall(ctx, u.String(), token(env, p.Hostname))
 	if err != nil {
 		return fetched{url: u.String()}, err
 	}
