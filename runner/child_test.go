@@ -21,6 +21,7 @@ type childConfig struct {
 type childResult struct {
 	Status   string
 	LockWait int64
+	Holder   *workdir.Holder // Result.InstanceLock
 	Err      string
 }
 
@@ -61,6 +62,7 @@ func runChild(role string) int {
 	if rep != nil {
 		res.Status = rep.Results[0].Status.String()
 		res.LockWait = int64(rep.Results[0].LockWait)
+		res.Holder = rep.Results[0].InstanceLock
 	}
 	if err != nil {
 		res.Err = err.Error()

@@ -92,4 +92,10 @@ func TestTwoProcessesSameInstance(t *testing.T) {
 	require.Equal(t, "succeeded", r1.Status, r1.Err)
 	require.Equal(t, "succeeded", r2.Status, r2.Err)
 	require.Positive(t, r2.LockWait)
+	// The waiter's Result names the holder: the first process.
+	require.NotNil(t, r2.Holder)
+	require.Equal(t, first.cmd.Process.Pid, r2.Holder.PID)
+	host, _ := os.Hostname()
+	require.Equal(t, host, r2.Holder.Host)
+	require.Nil(t, r1.Holder, "the first process never waited")
 }
