@@ -145,7 +145,7 @@ func logName(id string) string {
 
 func (x *unitRun) pipeline(ctx context.Context) error {
 	if x.rs.cmd.kind == kindApplyPlan {
-		if err := x.checkSavedPlan(x.rs.cmd.reverse); err != nil {
+		if _, err := x.checkSavedPlan(x.rs.cmd.reverse, false); err != nil {
 			return err
 		}
 	}

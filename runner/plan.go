@@ -108,60 +108,46 @@ func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
 	return m, err
 }
 
-// checkSavedPlan refuses a saved plan that is missing or stale before
-// anything else runs for the unit (modules, providers, init), so that a
-// refused plan changes nothing in the workdir. The lock file is checked
-// again once the providers step has written it.
-func (x *unitRun) checkSavedPlan(destroy bool) error {
+// checkSavedPlan refuses a saved plan that is missing or stale. The
+// pipeline calls it before anything else runs for the unit (modules,
+// providers, init), so that a refused plan changes nothing in the
+// workdir, with checkLock false: the lock file is compared once the
+// providers step has written it, right before the apply.
+func (x *unitRun) checkSavedPlan(destroy, checkLock bool) (planMeta, error) {
 	_, file, _, metaFile := x.planPaths()
 	b, err := os.ReadFile(metaFile)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w for unit %s: run SavePlan first (%s)", ErrNoPlan, x.id, metaFile)
+		return planMeta{}, fmt.Errorf("%w for unit %s: run SavePlan first (%s)", ErrNoPlan, x.id, metaFile)
 	}
 	if err != nil {
-		return fmt.Errorf("read %s: %w", metaFile, err)
+		return planMeta{}, fmt.Errorf("read %s: %w", metaFile, err)
 	}
 	var saved planMeta
 	if err := json.Unmarshal(b, &saved); err != nil {
-		return fmt.Errorf("%w for unit %s: unreadable record %s: %w", ErrStalePlan, x.id, metaFile, err)
+		return planMeta{}, fmt.Errorf("%w for unit %s: unreadable record %s: %w", ErrStalePlan, x.id, metaFile, err)
 	}
 	now, err := x.planMeta(file, saved.Destroy)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w for unit %s: the plan file %s is gone", ErrNoPlan, x.id, file)
+		return planMeta{}, fmt.Errorf("%w for unit %s: the plan file %s is gone", ErrNoPlan, x.id, file)
 	}
 	if err != nil {
-		return err
+		return planMeta{}, err
 	}
-	now.LockFile = saved.LockFile // not written yet for this run
+	if !checkLock {
+		now.LockFile = saved.LockFile
+	}
 	if why := staleness(saved, now, destroy); why != "" {
-		return fmt.Errorf("%w for unit %s: %s since it was saved at %s; run SavePlan again", ErrStalePlan, x.id, why, saved.Created.Format(time.RFC3339))
+		return planMeta{}, fmt.Errorf("%w for unit %s: %s since it was saved at %s; run SavePlan again", ErrStalePlan, x.id, why, saved.Created.Format(time.RFC3339))
 	}
-	return nil
+	return saved, nil
 }
 
 // applyPlan applies the unit's saved plan exactly, or refuses it.
 func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 	_, file, jsonFile, metaFile := x.planPaths()
-	b, err := os.ReadFile(metaFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w for unit %s: run SavePlan first (%s)", ErrNoPlan, x.id, metaFile)
-	}
-	if err != nil {
-		return fmt.Errorf("read %s: %w", metaFile, err)
-	}
-	var saved planMeta
-	if err := json.Unmarshal(b, &saved); err != nil {
-		return fmt.Errorf("%w for unit %s: unreadable record %s: %w", ErrStalePlan, x.id, metaFile, err)
-	}
-	now, err := x.planMeta(file, saved.Destroy)
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w for unit %s: the plan file %s is gone", ErrNoPlan, x.id, file)
-	}
+	saved, err := x.checkSavedPlan(destroy, true)
 	if err != nil {
 		return err
-	}
-	if why := staleness(saved, now, destroy); why != "" {
-		return fmt.Errorf("%w for unit %s: %s since it was saved at %s; run SavePlan again", ErrStalePlan, x.id, why, saved.Created.Format(time.RFC3339))
 	}
 	if js, err := os.ReadFile(jsonFile); err == nil {
 		if sum, err := summarizePlan(js); err == nil {
