@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"regexp"
 )
 
 // Command is what Run does in every unit once its workdir is prepared,
@@ -109,8 +110,10 @@ func (c Command) valid() error {
 		return fmt.Errorf("%w: the zero Command", ErrUnknownCommand)
 	case c.kind == kindStep && c.step == nil:
 		return fmt.Errorf("%w: step %q has no function", ErrUnknownCommand, c.name)
-	case c.kind == kindStep && c.name == "":
-		return fmt.Errorf("%w: step with an empty name", ErrUnknownCommand)
+	case c.kind == kindStep && !stepNameRe.MatchString(c.name):
+		return fmt.Errorf("%w: step name %q: use letters, digits, '.', '_' and '-' (it names log files)", ErrUnknownCommand, c.name)
 	}
 	return nil
 }
+
+var stepNameRe = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$`)
