@@ -96,9 +96,9 @@ type runOpts struct {
 	// okCodes are exit codes other than 0 that mean success (plan's
 	// -detailed-exitcode 2).
 	okCodes []int
-	// hold keeps what terraform said about a failure out of the log until
-	// keep says whether to write it (state-lock attempts are summed up in
-	// one line by the caller instead).
+	// hold, when set, decides whether what terraform said on stderr (and
+	// in error diagnostics) about a failure goes to the log: a state-lock
+	// attempt's is left out, since the caller writes one line per wait.
 	hold func(err error) bool
 }
 
