@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -613,4 +616,33 @@ func TestWithCLIConfigCredentials(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidCLIConfig)
 	require.Contains(t, err.Error(), "/home/u/.terraformrc")
 	require.Contains(t, err.Error(), "providers.v1")
+}
+
+// TestWithCLIConfigMirrorCredentials: a network mirror gets the token of
+// the credentials block for its host, port included (as Terraform keys
+// it), and no other host's.
+func TestWithCLIConfigMirrorCredentials(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "https://")
+	user := &CLIConfigFile{Path: "rc", Credentials: map[string]map[string]any{
+		host:         {"token": "mirror-token"},
+		"other.test": {"token": "not-for-the-mirror"},
+		"127.0.0.1":  {"token": "wrong-port"},
+	}}
+	c, err := Open(t.TempDir(), WithSource(NetworkMirror(srv.URL+"/")), WithHTTPClient(srv.Client()),
+		WithCLIConfig(user), WithLookupEnv(func(string) (string, bool) { return "", false }))
+	require.NoError(t, err)
+	_, err = c.Ensure(context.Background(), Requirement{Provider: testProvider(t)})
+	require.ErrorIs(t, err, ErrNotFound)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"Bearer mirror-token"}, got)
 }
