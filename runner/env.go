@@ -12,8 +12,10 @@ import (
 // terraform would see it in a shell: the process environment
 // (TF_VAR_*, TF_LOG*, TF_CLI_ARGS*, credentials and TF_TOKEN_* all pass
 // through, so terraform applies its own precedence), then the workdir's
-// variables (TF_DATA_DIR), the runner's CLI config when it has a plugin
-// cache, and the unit's own Env last. Two variables are dropped from the
+// variables (TF_DATA_DIR), and the unit's own Env last; with a plugin
+// cache TF_CLI_CONFIG_FILE is the runner's CLI config, into which the
+// user's own (the one the unit's environment names, or the default files)
+// is merged. Two variables are dropped from the
 // process environment: TF_PLUGIN_CACHE_DIR, whose writes are not safe
 // when runs overlap (the shared cache replaces it), and TF_WORKSPACE,
 // which would override Unit.Workspace for every unit at once.
@@ -39,6 +41,10 @@ func unitEnv(process []string, wd map[string]string, cliConfig string, own map[s
 		}
 	}
 	maps.Copy(env, own)
+	if cliConfig != "" {
+		// A unit's own TF_CLI_CONFIG_FILE was read and merged into it.
+		env["TF_CLI_CONFIG_FILE"] = cliConfig
+	}
 	return env
 }
 

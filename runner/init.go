@@ -109,8 +109,9 @@ func (x *unitRun) initFingerprint(manifest, backend string) string {
 		// The runner's CLI config is the cache as a mirror. Its text also
 		// lists every provider the cache holds, which grows with other
 		// components' runs; what this unit takes from it is pinned by the
-		// lock file, so the cache's location is what counts.
-		field("cliconfig", []byte("cache "+c.Dir()))
+		// lock file, so the cache's location and the user's own settings
+		// are what count.
+		field("cliconfig", []byte("cache "+c.Dir()+" user "+x.userDigest))
 	} else if p := x.env["TF_CLI_CONFIG_FILE"]; p != "" {
 		// No plugin cache: terraform reads the user's own CLI config.
 		b, _ := os.ReadFile(p)

@@ -135,7 +135,7 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string) (modSnapshot, er
 	cliConfig := ""
 	if x.rs.cfg.cache != nil {
 		var err error
-		if cliConfig, err = x.rs.writeCLIConfig(); err != nil {
+		if cliConfig, err = x.writeCLIConfig(x.user); err != nil {
 			return modSnapshot{}, err
 		}
 	}

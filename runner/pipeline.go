@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -37,6 +38,9 @@ type unitRun struct {
 	out  *unitOutput
 	env  map[string]string
 	tf   *tfProcess
+
+	user       *pluginc.CLIConfigFile // the CLI config the unit's terraform would read on its own
+	userDigest string                 // its digest, for the init record
 
 	crashed  []journalRun    // earlier runs of this instance that never finished
 	unlocked map[string]bool // state locks this run released as left by them
@@ -143,24 +147,32 @@ func logName(id string) string {
 	return strings.TrimLeft(b.String(), ".") + "-" + hex.EncodeToString(sum[:6]) + ".log"
 }
 
-func (x *unitRun) pipeline(ctx context.Context) error {
+func (x *unitRun) pipeline(ctx context.Context) (err error) {
 	if x.rs.cmd.kind == kindApplyPlan {
 		if _, err := x.checkSavedPlan(x.rs.cmd.reverse, false); err != nil {
 			return err
 		}
 	}
 	x.tree = modtree.Walk(x.dir)
+	if x.rs.cfg.cache != nil {
+		if x.user, x.userDigest, err = x.userCLIConfig(); err != nil {
+			return fmt.Errorf("read your CLI config: %w", err)
+		}
+	}
 	manifest, err := x.modules(ctx)
 	if err != nil {
 		return err
 	}
-	var st setup
+	cliConfig := ""
 	if x.rs.cfg.cache != nil {
-		if st, err = x.providers(ctx, manifest); err != nil {
+		if _, err = x.providers(ctx, manifest); err != nil {
+			return err
+		}
+		if cliConfig, err = x.writeCLIConfig(x.user); err != nil {
 			return err
 		}
 	}
-	x.env = unitEnv(processEnv(), x.w.Env(), st.cliConfig, x.u.Env)
+	x.env = unitEnv(processEnv(), x.w.Env(), cliConfig, x.u.Env)
 	x.tf = &tfProcess{path: x.rs.eng.Path, dir: x.dir, env: environ(x.env), grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out}
 	applying := x.rs.cmd.kind == kindApply
 	var inputs string

@@ -2,6 +2,9 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,8 +17,7 @@ import (
 // setup is what a provider-setup leader produces for every unit with the
 // same provider requirements.
 type setup struct {
-	lockFile  []byte // .terraform.lock.hcl content
-	cliConfig string // path of a terraform CLI config pointing at the cache
+	lockFile []byte // .terraform.lock.hcl content
 }
 
 // providers discovers the unit's provider requirements (with the remote
@@ -62,22 +64,51 @@ func (rs *runState) setup(ctx context.Context, reqs []pluginc.Requirement) (setu
 		}
 		st.lockFile = pluginc.LockFile(pkgs)
 	}
-	var err error
-	st.cliConfig, err = rs.writeCLIConfig()
-	return st, err
+	return st, nil
 }
 
-// writeCLIConfig writes the cache's terraform CLI config as it is now
-// (it lists the providers the cache holds, so write it after Ensure) into
-// the Run's private dir and returns its path.
-func (rs *runState) writeCLIConfig() (string, error) {
-	f, err := os.CreateTemp(rs.tmp, "cli-*.tfrc")
+// lookupEnv reads a variable as the unit's terraform will see it: the
+// unit's Env first, then the process environment.
+func (x *unitRun) lookupEnv(k string) (string, bool) {
+	if v, ok := x.u.Env[k]; ok {
+		return v, true
+	}
+	return os.LookupEnv(k)
+}
+
+// userCLIConfig reads the CLI configuration the unit's terraform would
+// read on its own (TF_CLI_CONFIG_FILE, ~/.terraformrc, the config dir's
+// *.tfrc files, per the engine's rules), nil when there is none, and a
+// digest of it for the init record.
+func (x *unitRun) userCLIConfig() (*pluginc.CLIConfigFile, string, error) {
+	e := x.rs.eng
+	user, err := pluginc.FindCLIConfig(string(e.Kind), e.RegistryHost(), x.lookupEnv)
+	if err != nil || user == nil {
+		return nil, "", err
+	}
+	b, err := json.Marshal(user)
 	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(b)
+	return user, hex.EncodeToString(sum[:]), nil
+}
+
+// writeCLIConfig writes the CLI config the unit's terraform gets: the
+// user's own settings (credentials, credentials helpers, hosts, ...) with
+// the cache as the provider installation, as it is now (it lists the
+// providers the cache holds, so write it after Ensure). The file is named
+// by its content in the Run's private dir, so units with the same config
+// share one.
+func (x *unitRun) writeCLIConfig(user *pluginc.CLIConfigFile) (string, error) {
+	data := x.rs.cfg.cache.CLIConfigFor(user)
+	sum := sha256.Sum256(data)
+	p := filepath.Join(x.rs.tmp, "cli-"+hex.EncodeToString(sum[:8])+".tfrc.json")
+	if exists(p) {
+		return p, nil
+	}
+	if err := atomicfile.WriteFile(p, data, 0o600); err != nil {
 		return "", fmt.Errorf("write CLI config: %w", err)
 	}
-	_, werr := f.Write(rs.cfg.cache.CLIConfig())
-	if err := errors.Join(werr, f.Close()); err != nil {
-		return "", fmt.Errorf("write CLI config: %w", err)
-	}
-	return f.Name(), nil
+	return p, nil
 }

@@ -1,0 +1,61 @@
+package pluginc
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestFindCLIConfig(t *testing.T) {
+	write := func(t *testing.T, p, body string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	}
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	home := t.TempDir()
+	write(t, filepath.Join(home, ".terraformrc"), `credentials "a.example" { token = "rc" }`)
+	write(t, filepath.Join(home, ".terraform.d", "credentials.tfrc.json"), `{"credentials": {"b.example": {"token": "login"}}}`)
+	write(t, filepath.Join(home, ".terraform.d", "z.tfrc"), `credentials "a.example" { token = "later" }`)
+
+	// terraform: ~/.terraformrc, then the config dir's files in name order.
+	f, err := FindCLIConfig("terraform", "", env(map[string]string{"HOME": home}))
+	require.NoError(t, err)
+	require.Equal(t, "later", f.Credentials["a.example"]["token"])
+	require.Equal(t, "login", f.Credentials["b.example"]["token"])
+
+	// TF_CLI_CONFIG_FILE names the one file read.
+	named := filepath.Join(t.TempDir(), "named.tfrc")
+	write(t, named, `credentials "c.example" { token = "named" }`)
+	f, err = FindCLIConfig("terraform", "", env(map[string]string{"HOME": home, "TF_CLI_CONFIG_FILE": named}))
+	require.NoError(t, err)
+	require.Equal(t, map[string]map[string]any{"c.example": {"token": "named"}}, f.Credentials)
+
+	// A named file that does not exist is no config, as terraform has it.
+	f, err = FindCLIConfig("terraform", "", env(map[string]string{"HOME": home, "TF_CLI_CONFIG_FILE": named + ".missing"}))
+	require.NoError(t, err)
+	require.Nil(t, f)
+
+	// OpenTofu prefers ~/.tofurc and resolves patterns on its own host.
+	write(t, filepath.Join(home, ".tofurc"), `credentials "d.example" { token = "tofu" }`)
+	f, err = FindCLIConfig("tofu", "tofu.example", env(map[string]string{"HOME": home}))
+	require.NoError(t, err)
+	require.Equal(t, "tofu", f.Credentials["d.example"]["token"])
+	require.NotContains(t, f.Credentials, "c.example")
+	require.Equal(t, "tofu.example", f.DefaultRegistryHost)
+
+	// Nothing anywhere: nil.
+	f, err = FindCLIConfig("terraform", "", env(map[string]string{"HOME": t.TempDir()}))
+	require.NoError(t, err)
+	require.Nil(t, f)
+
+	// A file terraform would refuse is an error naming it.
+	bad := filepath.Join(t.TempDir(), "bad.tfrc")
+	write(t, bad, `credentials "x" {`)
+	_, err = FindCLIConfig("terraform", "", env(map[string]string{"TF_CLI_CONFIG_FILE": bad}))
+	require.ErrorIs(t, err, ErrInvalidCLIConfig)
+	require.ErrorContains(t, err, bad)
+}
