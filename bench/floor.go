@@ -90,6 +90,11 @@ type goal struct {
 	measured bool    // false: a side of the ratio is missing (skipped, failed)
 	target   float64 // the ratio must be at most this
 	why      string  // why it is not measured, or what to keep in mind when it is
+	// cpu is tfisolate's CPU time against the baseline's, and floorCPU
+	// the floor's CPU time (N x c) against the baseline's: what terraform
+	// alone would reach on CPU. Both hold up on a loaded machine, where
+	// wall times do not; 0 when unknown.
+	cpu, floorCPU float64
 }
 
 // newGoal measures a against b for a goal of at most target.
@@ -114,7 +119,7 @@ func (g goal) verdict() string {
 func (g goal) missed() bool { return g.verdict() == "MISS" }
 
 // row is the goal as a table row: goal, scenario, measured, target,
-// verdict.
+// verdict, CPU ratio, the floor's CPU ratio.
 func (g goal) row() []string {
 	measured := "n/a"
 	if g.measured {
@@ -123,7 +128,15 @@ func (g goal) row() []string {
 	if g.why != "" {
 		measured += " (" + g.why + ")"
 	}
-	return []string{g.what, g.scenario, measured, "<= " + fmtRatio(g.target), g.verdict()}
+	return []string{g.what, g.scenario, measured, "<= " + fmtRatio(g.target), g.verdict(), optRatio(g.cpu), optRatio(g.floorCPU)}
+}
+
+// optRatio formats r, or "n/a" for 0 (unknown).
+func optRatio(r float64) string {
+	if r <= 0 {
+		return "n/a"
+	}
+	return fmtRatio(r)
 }
 
 // fmtRatio formats a ratio as "1.23x".

@@ -68,7 +68,9 @@ func TestGoalVerdict(t *testing.T) {
 			g := newGoal("cold apply vs floor", "12 units", tc.a, tc.b, tc.target)
 			require.Equal(t, tc.verdict, g.verdict())
 			require.Equal(t, tc.verdict == "MISS", g.missed())
-			require.Equal(t, []string{"cold apply vs floor", "12 units", tc.shown, "<= " + fmtRatio(tc.target), tc.verdict}, g.row())
+			require.Equal(t, []string{"cold apply vs floor", "12 units", tc.shown, "<= " + fmtRatio(tc.target), tc.verdict, "n/a", "n/a"}, g.row())
+			g.cpu, g.floorCPU = 1.2, 0.5
+			require.Equal(t, []string{"1.20x", "0.50x"}, g.row()[5:], "the CPU ratios, when known")
 		})
 	}
 	g := newGoal("vs OpenTofu", "large", s, 0, 0.8)

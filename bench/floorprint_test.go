@@ -13,13 +13,14 @@ import (
 // measures, in order, with the verdicts their ratios give.
 func TestGoalsOf(t *testing.T) {
 	s := time.Second
-	row := func(label string, wall time.Duration, ok int) *peerRow {
-		return &peerRow{label: label, n: 12, ok: ok, wall: wall}
+	row := func(label string, wall time.Duration, ok int, cpu time.Duration) *peerRow {
+		return &peerRow{label: label, n: 12, ok: ok, wall: wall, tfCPU: cpu - s/10, sdkCPU: s / 10}
 	}
+	// N x c: 6 s cold, 3 s warm.
 	cold := passResult{pass: passCold, floor: newFloor(12, 12, 2, unitCost{wall: 3 * s, cpu: s / 2}),
-		workaround: row("workaround", 6*s, 12), tfisolate: row("tfisolate", 3300*time.Millisecond, 12), tofu: row("OpenTofu", 5*s, 12)}
+		workaround: row("workaround", 6*s, 12, 8*s), tfisolate: row("tfisolate", 3300*time.Millisecond, 12, 6600*time.Millisecond), tofu: row("OpenTofu", 5*s, 12, 5*s)}
 	warm := passResult{pass: passWarm, floor: newFloor(12, 12, 2, unitCost{wall: s / 2, cpu: s / 4}),
-		workaround: row("workaround", 5*s, 11), tfisolate: row("tfisolate", 2*s, 12), tofu: &peerRow{label: "OpenTofu", skipped: "-skip tofu"}}
+		workaround: row("workaround", 5*s, 11, 6*s), tfisolate: row("tfisolate", 2*s, 12, 3*s), tofu: &peerRow{label: "OpenTofu", skipped: "-skip tofu"}}
 	gs := goalsOf([]scenarioResult{{s: floorScenario{key: "base"}, passes: []passResult{cold, warm}}})
 
 	var got [][]string
@@ -28,12 +29,12 @@ func TestGoalsOf(t *testing.T) {
 	}
 	require.Equal(t, [][]string{
 		// Floor 3 s (latency bound: 12 x 0.5 / 2 = 3 s too).
-		{"cold apply vs floor", "base, cold apply", "1.10x", "<= 1.15x", "PASS"},
-		{"cold apply vs OpenTofu", "base, cold apply", "0.66x", "<= 0.80x", "PASS"},
+		{"cold apply vs floor", "base, cold apply", "1.10x", "<= 1.15x", "PASS", "1.10x", "1.00x"},
+		{"cold apply vs OpenTofu", "base, cold apply", "0.66x", "<= 0.80x", "PASS", "1.32x", "1.20x"},
 		// Floor: 12 x 0.25 s / 2 cores = 1.5 s.
-		{"warm re-apply vs floor", "base, warm re-apply", "1.33x", "<= 1.25x", "MISS"},
-		{"warm re-apply vs workaround", "base, warm re-apply", "0.40x (workaround 1/12 failed)", "<= 0.40x", "PASS"},
-		{"warm re-apply vs OpenTofu", "base, warm re-apply", "n/a (OpenTofu skipped)", "<= 0.80x", "n/a"},
+		{"warm re-apply vs floor", "base, warm re-apply", "1.33x", "<= 1.25x", "MISS", "1.00x", "1.00x"},
+		{"warm re-apply vs workaround", "base, warm re-apply", "0.40x (workaround 1/12 failed)", "<= 0.40x", "PASS", "0.50x", "0.50x"},
+		{"warm re-apply vs OpenTofu", "base, warm re-apply", "n/a (OpenTofu skipped)", "<= 0.80x", "n/a", "n/a", "n/a"},
 	}, got)
 }
 
@@ -74,9 +75,10 @@ func TestPrintPassAndGoals(t *testing.T) {
 	b.Reset()
 	printGoals(&b, []scenarioResult{{s: floorScenario{key: "base"}, passes: []passResult{pr}}}, time.Millisecond)
 	out = b.String()
-	require.Equal(t, []string{"warm re-apply vs floor", "base, warm re-apply", "1.33x", "<= 1.25x", "MISS"}, tableRow(t, out, "warm re-apply vs floor"))
-	require.Equal(t, []string{"warm re-apply vs workaround", "base, warm re-apply", "0.50x", "<= 0.40x", "MISS"}, tableRow(t, out, "warm re-apply vs workaround"))
-	require.Equal(t, []string{"warm re-apply vs OpenTofu", "base, warm re-apply", "0.80x (OpenTofu 2/12 failed)", "<= 0.80x", "PASS"}, tableRow(t, out, "warm re-apply vs OpenTofu"))
+	// CPU: tfisolate 7 s, N x c 6 s, workaround 10 s, OpenTofu none recorded.
+	require.Equal(t, []string{"warm re-apply vs floor", "base, warm re-apply", "1.33x", "<= 1.25x", "MISS", "1.17x", "1.00x"}, tableRow(t, out, "warm re-apply vs floor"))
+	require.Equal(t, []string{"warm re-apply vs workaround", "base, warm re-apply", "0.50x", "<= 0.40x", "MISS", "0.70x", "0.60x"}, tableRow(t, out, "warm re-apply vs workaround"))
+	require.Equal(t, []string{"warm re-apply vs OpenTofu", "base, warm re-apply", "0.80x (OpenTofu 2/12 failed)", "<= 0.80x", "PASS", "n/a", "n/a"}, tableRow(t, out, "warm re-apply vs OpenTofu"))
 	miss := tableRow(t, out, "base, warm re-apply")
 	require.Equal(t, "CPU", miss[3])
 	require.Equal(t, "1.17x", miss[7], "CPU used (7 s) against N x c (6 s)")

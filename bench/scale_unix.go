@@ -32,10 +32,11 @@ type scalePoint struct {
 	// perUnit is each unit's time outside terraform, when every process
 	// could be told to its unit (by TF_DATA_DIR); nil otherwise.
 	perUnit []time.Duration
-	// prepare and providers split perUnit (same order, same condition):
-	// workdir preparation (PhasePrepare to PhaseInit) and provider setup
-	// (PhaseInit to the unit's first terraform process).
-	prepare, providers []time.Duration
+	// prepare and start split perUnit (same order, same condition): the
+	// unit's preparation (PhasePrepare to PhaseInit: workdir, modules,
+	// provider setup) and what follows until its first terraform process
+	// (PhaseInit to it: the init record check, starting the process).
+	prepare, start []time.Duration
 }
 
 // overhead is the SDK's mean time per unit outside terraform: the units'
@@ -102,11 +103,11 @@ func (e *env) scaling(ctx context.Context, out io.Writer) error {
 	}
 
 	fmt.Fprintf(out, "\n## Scaling: tfisolate runner, units whose apply waits %s\n\n", e.o.latency)
-	t := [][]string{{"units", "parallelism", "succeeded", "wall", "ideal", "wall / ideal", "in terraform per unit", "SDK overhead per unit: mean", "median", "max", "median workdir prepare", "median provider setup", "terraform processes per unit", "downloads"}}
+	t := [][]string{{"units", "parallelism", "succeeded", "wall", "ideal", "wall / ideal", "in terraform per unit", "SDK overhead per unit: mean", "median", "max", "median prepare", "median to first terraform", "terraform processes per unit", "downloads"}}
 	for _, pt := range points {
 		med, highest := medianMax(pt.perUnit)
 		prepMed, _ := medianMax(pt.prepare)
-		provMed, _ := medianMax(pt.providers)
+		provMed, _ := medianMax(pt.start)
 		t = append(t, []string{
 			fmt.Sprint(pt.n),
 			fmt.Sprint(pt.p),
@@ -130,15 +131,15 @@ How to read it: every run starts from fresh workdirs (new state) with a
 provider cache that already holds the provider. *ideal* is ceil(units /
 parallelism) x %s: only the simulated cloud latency, as if terraform and
 the SDK took no time. *in terraform per unit* is the mean lifetime of the
-unit's terraform processes (version check, init, apply; the %s sleep
-included). *SDK overhead per unit* is the mean of (unit duration - time
+unit's terraform processes (init, apply; the %s sleep included). *SDK overhead per unit* is the mean of (unit duration - time
 inside its terraform processes): workdir preparation and locking, provider
 setup from the cache, lock file, process start and output handling; median
 and max are over the units. Two parts of it come from the runner's events:
-*workdir prepare* (PhasePrepare to PhaseInit: instance lock, copying the
-component, generated files) and *provider setup* (PhaseInit to the unit's
-first terraform process: provider discovery, the shared setup from the
-cache, the lock file, starting the process). It is measured by pointing the runner at a
+*prepare* (PhasePrepare to PhaseInit: instance lock, copying the
+component, generated files, provider discovery, the shared setup from
+the cache, the lock file) and *to first terraform* (PhaseInit to the
+unit's first terraform process: the init record check, starting the
+process; 0 when the wrapper's cost taken off leaves less). It is measured by pointing the runner at a
 wrapper script that logs each terraform process's start, end and
 TF_DATA_DIR (which unit it belongs to); the wrapper's own cost (%s per process,
 a wrapped `+"`true`"+` against a plain one) is taken off. On a machine with
@@ -229,10 +230,10 @@ func (e *env) scalePoint(ctx context.Context, dir string, cache *pluginc.Cache, 
 		matched += procs[dd]
 		pt.perUnit = append(pt.perUnit, r.Duration-inTF[dd]-time.Duration(procs[dd])*wrapperCost)
 		pt.prepare = append(pt.prepare, init.Sub(prep))
-		pt.providers = append(pt.providers, first[dd].Sub(init)-wrapperCost)
+		pt.start = append(pt.start, max(first[dd].Sub(init)-wrapperCost, 0))
 	}
 	if len(pt.perUnit) != len(rep.Results) || matched != len(calls) {
-		pt.perUnit, pt.prepare, pt.providers = nil, nil, nil
+		pt.perUnit, pt.prepare, pt.start = nil, nil, nil
 	}
 	if len(pt.perUnit) > 0 {
 		i := slices.Index(pt.perUnit, slices.Max(pt.perUnit))
