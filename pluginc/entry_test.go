@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
 // installed is a cache holding the test provider 1.0.0, as first installed.
@@ -78,12 +81,24 @@ func TestDamagedEntries(t *testing.T) {
 		{"extra file", func(t *testing.T, in *installed) {
 			require.NoError(t, os.WriteFile(filepath.Join(in.pkg.Dir, "extra"), evil, 0o755))
 		}},
+		{"extra directory", func(t *testing.T, in *installed) {
+			require.NoError(t, os.Mkdir(filepath.Join(in.pkg.Dir, "extra"), 0o755))
+		}},
+		{"binary replaced by a symlink", func(t *testing.T, in *installed) {
+			other := filepath.Join(t.TempDir(), "other")
+			require.NoError(t, os.WriteFile(other, in.clean, 0o755))
+			require.NoError(t, os.Remove(in.bin))
+			require.NoError(t, os.Symlink(other, in.bin))
+		}},
 		{"metadata deleted", func(t *testing.T, in *installed) { require.NoError(t, os.Remove(in.meta)) }},
 		{"metadata deleted and binary replaced", func(t *testing.T, in *installed) {
 			require.NoError(t, os.Remove(in.meta))
 			replace(t, in.bin, evil)
 		}},
 		{"metadata corrupt", func(t *testing.T, in *installed) { require.NoError(t, os.WriteFile(in.meta, []byte("{"), 0o644)) }},
+		{"metadata lists a file without its SHA-256", func(t *testing.T, in *installed) {
+			editMeta(t, in, func(m *meta) { m.Files[0].SHA256 = "" })
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := install(t)
@@ -186,6 +201,115 @@ func TestOldInstallRecord(t *testing.T) {
 	require.Equal(t, int64(1), c.Stats().Repairs)
 }
 
+// editMeta rewrites the install record in place.
+func editMeta(t *testing.T, in *installed, edit func(*meta)) {
+	t.Helper()
+	var m meta
+	require.NoError(t, json.Unmarshal(mustRead(t, in.meta), &m))
+	edit(&m)
+	b, err := json.Marshal(&m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(in.meta, b, 0o644))
+}
+
+// TestOldInstallRecordWithoutDirs: a per-file record written before
+// directories were recorded (files only) of a package that has a
+// directory is upgraded after its files are found as recorded, without a
+// download; with a file changed, the package is reinstalled.
+func TestOldInstallRecordWithoutDirs(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, docs string)
+		repair bool
+	}{
+		{"as recorded", func(*testing.T, string) {}, false},
+		{"a file changed", func(t *testing.T, docs string) { replace(t, filepath.Join(docs, "README"), []byte("EVIL")) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := install(t)
+			// The package as an older install left it: a file in a
+			// directory, recorded without the directory.
+			docs := filepath.Join(in.pkg.Dir, "docs")
+			require.NoError(t, os.Mkdir(docs, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(docs, "README"), []byte("read"), 0o644))
+			now, err := treesum.Record(in.pkg.Dir)
+			require.NoError(t, err)
+			editMeta(t, in, func(m *meta) {
+				m.Files = slices.DeleteFunc(now, func(e treesum.Entry) bool { return e.Mode.IsDir() })
+			})
+			m, err := readMeta(in.meta)
+			require.NoError(t, err, "the old record is readable")
+			require.True(t, beforeDirs(m.Files))
+			require.Equal(t, "its install record is from before directories were recorded", quickCheck(in.pkg.Dir, m))
+			tc.change(t, docs)
+
+			logs := &logRecorder{}
+			c := in.f.open(t, in.dir, withLog(logs))
+			pkgs, err := c.Ensure(context.Background(), Requirement{Provider: in.f.p})
+			require.NoError(t, err)
+			require.Equal(t, in.pkg, pkgs[0])
+			if tc.repair {
+				st := c.Stats()
+				require.Equal(t, int64(1), st.Downloads)
+				require.Equal(t, int64(1), st.Repairs)
+				require.Len(t, logs.find("cache entry does not match what was verified at install; reinstalling it from its source"), 1)
+				_, err = os.Stat(docs)
+				require.True(t, os.IsNotExist(err), "the reinstalled package is the source's")
+				return
+			}
+			require.Equal(t, Stats{Hits: 1}, c.Stats())
+			require.Len(t, logs.find("cache entry re-verified against its install record"), 1)
+			up, err := readMeta(in.meta)
+			require.NoError(t, err)
+			require.False(t, beforeDirs(up.Files))
+			require.Equal(t, []string{"docs", "docs/README", testprovider.ExecutableName("1.0.0")}, recordPaths(up.Files))
+			require.Equal(t, m.Hashes, up.Hashes)
+
+			// Upgraded: the next use is a plain hit, and the directory is
+			// checked like any other path.
+			c2 := in.f.open(t, in.dir)
+			_, err = c2.Ensure(context.Background(), Requirement{Provider: in.f.p, Locked: "1.0.0"})
+			require.NoError(t, err)
+			require.Equal(t, Stats{Hits: 1}, c2.Stats())
+			require.NoError(t, os.Chmod(docs, 0o700))
+			require.Equal(t, "docs has mode drwx------, drwxr-xr-x when installed", quickCheck(in.pkg.Dir, up))
+		})
+	}
+}
+
+func recordPaths(t treesum.Tree) []string {
+	var out []string
+	for _, e := range t {
+		out = append(out, e.Path)
+	}
+	return out
+}
+
+// TestH1Of: the h1: from the records is dirhash's over the same dir,
+// directories included in the dir and left out of the hash; a symlink
+// makes it fail by name.
+func TestH1Of(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub", "empty"), 0o755))
+	for _, f := range []string{"terraform-provider-x", "sub/LICENSE", "a.txt"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644))
+	}
+	recs, err := recordDir(dir)
+	require.NoError(t, err)
+	got, err := h1Of(recs)
+	require.NoError(t, err)
+	want, err := hashDir(dir)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+
+	require.NoError(t, os.Symlink("a.txt", filepath.Join(dir, "link")))
+	recs, err = recordDir(dir)
+	require.NoError(t, err)
+	_, err = h1Of(recs)
+	require.ErrorIs(t, err, ErrBadPackage)
+	require.ErrorContains(t, err, "link is not a regular file")
+}
+
 // TestDamagedEntryUnrepairable: when the source cannot give the package
 // again, the damaged entry is refused by name and removed, never handed out.
 func TestDamagedEntryUnrepairable(t *testing.T) {
@@ -241,6 +365,46 @@ func TestInstallRecord(t *testing.T) {
 	require.Equal(t, int64(len(in.clean)), m.Files[0].Size)
 	require.Equal(t, sha256Hex(in.clean), m.Files[0].SHA256)
 	require.NotZero(t, m.Files[0].Mode&0o111)
+}
+
+// TestInstallRecordFormat: the record's files keep the field names
+// records have always had, and a record written by the code before
+// treesum (size always present, fields in its order) is a plain hit: no
+// re-verify, no download.
+func TestInstallRecordFormat(t *testing.T) {
+	in := install(t)
+	var raw struct {
+		Files []map[string]json.RawMessage `json:"files"`
+	}
+	require.NoError(t, json.Unmarshal(mustRead(t, in.meta), &raw))
+	require.Len(t, raw.Files, 1)
+	require.ElementsMatch(t, []string{"path", "mode", "size", "sha256", "stamp"}, slices.Collect(maps.Keys(raw.Files[0])))
+	var stamp map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw.Files[0]["stamp"], &stamp))
+	require.ElementsMatch(t, []string{"ino", "mtime", "ctime"}, slices.Collect(maps.Keys(stamp)))
+
+	m, err := readMeta(in.meta)
+	require.NoError(t, err)
+	type oldFile struct { // pluginc's fileRecord before treesum
+		Path   string          `json:"path"`
+		Size   int64           `json:"size"`
+		Mode   os.FileMode     `json:"mode"`
+		SHA256 string          `json:"sha256"`
+		Stamp  json.RawMessage `json:"stamp"`
+	}
+	f := m.Files[0]
+	b, err := json.Marshal(map[string]any{"hashes": m.Hashes, "zip": m.Zip, "source": m.Source, "h1": m.H1,
+		"files": []oldFile{{Path: f.Path, Size: f.Size, Mode: f.Mode, SHA256: f.SHA256, Stamp: raw.Files[0]["stamp"]}}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(in.meta, b, 0o644))
+	logs := &logRecorder{}
+	c := in.f.open(t, in.dir, withLog(logs))
+	pkgs, err := c.Ensure(context.Background(), Requirement{Provider: in.f.p})
+	require.NoError(t, err)
+	require.Equal(t, in.pkg, pkgs[0])
+	require.Equal(t, Stats{Hits: 1}, c.Stats())
+	require.Empty(t, logs.find("cache entry re-verified against its install record"))
+	require.Equal(t, b, mustRead(t, in.meta), "a record that checks is not rewritten")
 }
 
 func mustRead(t *testing.T, p string) []byte {
