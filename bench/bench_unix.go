@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/demo"
+	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/testregistry"
-	"github.com/tfisolate/tfisolate/internal/tfbin"
 )
 
 // env is what every part of a bench run shares.
@@ -33,7 +33,7 @@ type env struct {
 func bench(ctx context.Context, o *options, stdout io.Writer) error {
 	e := &env{o: o, log: o.progressDest}
 	var err error
-	if e.tf, err = tfbin.Find(ctx, filepath.Join(o.root, "terraform")); err != nil {
+	if e.tf, err = engine.Find(ctx, engine.Terraform, filepath.Join(o.root, "terraform")); err != nil {
 		return fmt.Errorf("terraform is not on PATH and could not be installed (%v): install Terraform 1.5 or newer and put it on PATH", err)
 	}
 	e.infra = filepath.Join(o.root, "infra")

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tfisolate/tfisolate/internal/tfbin"
+	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
 
@@ -30,7 +30,7 @@ func Root(flagValue, example string) (string, error) {
 // Terraform finds terraform on PATH or installs a pinned release under
 // root; when neither works, the error says in one sentence how to get it.
 func Terraform(ctx context.Context, root string) (string, error) {
-	p, err := tfbin.Find(ctx, filepath.Join(root, "terraform"))
+	p, err := engine.Find(ctx, engine.Terraform, filepath.Join(root, "terraform"))
 	if err != nil {
 		return "", fmt.Errorf("terraform is not on PATH and could not be installed (%v): install Terraform 1.5 or newer from HashiCorp and put it on PATH", err)
 	}
