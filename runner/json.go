@@ -16,22 +16,25 @@ import (
 // the same message; sentinel identity is not kept).
 
 type jsonEvent struct {
-	Unit   string    `json:"unit"`
-	Phase  Phase     `json:"phase"`
-	Status Status    `json:"status"`
-	Time   time.Time `json:"time"`
-	Retry  int       `json:"retry,omitempty"`
-	Error  string    `json:"error,omitempty"`
+	Unit   string     `json:"unit"`
+	Phase  Phase      `json:"phase"`
+	Status Status     `json:"status"`
+	Time   time.Time  `json:"time"`
+	Engine jsonEngine `json:"engine"`
+	Retry  int        `json:"retry,omitempty"`
+	Error  string     `json:"error,omitempty"`
 }
 
 // MarshalJSON gives the event's documented JSON form:
 //
 //	{"unit": "a/b", "phase": "apply", "status": "running",
-//	 "time": "2026-01-02T15:04:05.999Z", "retry": 1, "error": "..."}
+//	 "time": "2026-01-02T15:04:05.999Z",
+//	 "engine": {"kind": "terraform", "version": "1.11.4", "path": "/usr/bin/terraform"},
+//	 "retry": 1, "error": "..."}
 //
 // retry and error are left out when empty.
 func (e Event) MarshalJSON() ([]byte, error) {
-	return json.Marshal(jsonEvent{Unit: e.Unit, Phase: e.Phase, Status: e.Status, Time: e.Time, Retry: e.Retry, Error: errString(e.Err)})
+	return json.Marshal(jsonEvent{Unit: e.Unit, Phase: e.Phase, Status: e.Status, Time: e.Time, Engine: jsonEngine(e.Engine), Retry: e.Retry, Error: errString(e.Err)})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -40,7 +43,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*e = Event{Unit: j.Unit, Phase: j.Phase, Status: j.Status, Time: j.Time, Retry: j.Retry, Err: stringErr(j.Error)}
+	*e = Event{Unit: j.Unit, Phase: j.Phase, Status: j.Status, Time: j.Time, Engine: Engine(j.Engine), Retry: j.Retry, Err: stringErr(j.Error)}
 	return nil
 }
 

@@ -35,7 +35,8 @@ func TestPipelineSteps(t *testing.T) {
 	w := newWorld(t)
 	src := w.component(t, "plain", `output "id" { value = "x-1" }`)
 	tf, calls := fakeTerraform(t, fakeTerraformBody)
-	r, err := New(WithWorkdirs(w.wd), WithTerraform(tf), WithRetry(RetryPolicy{}))
+	rec := &recorder{}
+	r, err := New(WithWorkdirs(w.wd), WithTerraform(tf), WithRetry(RetryPolicy{}), WithEvents(rec.add))
 	require.NoError(t, err)
 	u := Unit{Workspace: "dev", Workdir: workdirSpec("plat-ue2-dev", "steps", src, nil),
 		Args: Args{Vars: map[string]string{"a": "1"}, Targets: []string{"x.y"}}}
@@ -61,6 +62,10 @@ func TestPipelineSteps(t *testing.T) {
 	require.Equal(t, "apply -auto-approve -json -input=false -lock-timeout=0ms -target=x.y -var a=1", got[2])
 	require.JSONEq(t, `"x-1"`, string(res.Outputs["id"].Value))
 	require.False(t, res.InitSkipped)
+	require.NotEmpty(t, rec.events)
+	for _, e := range rec.events {
+		require.Equal(t, Engine{Kind: "terraform", Version: "1.11.4", Path: tf}, e.Engine, "every event says which engine runs")
+	}
 
 	// Nothing changed: init is skipped and the workspace is already
 	// selected; one process.

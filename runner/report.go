@@ -18,6 +18,8 @@ type Event struct {
 	Phase  Phase
 	Status Status
 	Time   time.Time
+	// Engine is the terraform (or tofu) the Run uses.
+	Engine Engine
 	// Retry is set (1, 2, ...) on the event sent when a phase is retried
 	// after a transient error; Err is that error.
 	Retry int

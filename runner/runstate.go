@@ -28,7 +28,7 @@ type runState struct {
 	g     *queue.Graph
 
 	results []Result // results[i] is written by unit i's goroutine, then read by its dependents
-	em      emitter
+	em      *emitter
 	out     *combined
 
 	tmp     string // this Run's private dir: CLI config, module snapshots
@@ -59,7 +59,7 @@ func (r *Runner) newRunState(cmd Command, eng engine.Info, units []Unit, g *queu
 		return nil, errors.Join(fmt.Errorf("lock run dir: %w", err), os.RemoveAll(tmp))
 	}
 	rs := &runState{cfg: &r.cfg, cmd: cmd, eng: eng, units: units, g: g, tmp: tmp, tmpLock: lk,
-		results: make([]Result, len(units)), em: emitter{fn: r.cfg.events}}
+		results: make([]Result, len(units)), em: &emitter{fn: r.cfg.events, engine: publicEngine(eng)}}
 	if r.cfg.output != nil {
 		rs.out = &combined{w: r.cfg.output}
 	}
@@ -104,10 +104,12 @@ func sweepRunDirs(log interface{ Debug(string, ...any) }) {
 	}
 }
 
-// emitter serializes event delivery so callbacks never run concurrently.
+// emitter serializes event delivery so callbacks never run concurrently,
+// and stamps each event with its time and the Run's engine.
 type emitter struct {
-	mu sync.Mutex
-	fn func(Event)
+	mu     sync.Mutex
+	fn     func(Event)
+	engine Engine
 }
 
 func (e *emitter) emit(ev Event) {
@@ -116,7 +118,7 @@ func (e *emitter) emit(ev Event) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ev.Time = time.Now()
+	ev.Time, ev.Engine = time.Now(), e.engine
 	e.fn(ev)
 }
 
