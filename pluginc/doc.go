@@ -49,20 +49,23 @@
 //     a record (DIR/.pluginc/meta/.../OS_ARCH.json, before the package is
 //     renamed into place) of what was verified: the package's h1:, the
 //     zh: of its zip as checked against the source, the lock file hashes,
-//     and every file's path, size, mode, SHA-256 and stamp (inode, mtime
-//     and ctime where the platform has them). Every Ensure compares the
+//     every directory's mode, and every file's path, size, mode, SHA-256
+//     and stamp (inode, mtime and ctime where the platform has them), as
+//     internal/treesum records trees. Every Ensure compares the
 //     entry with its record without reading a file. If only stamps differ
 //     (a copy, a restore, a touch), the files are hashed under the
 //     package's flock and, if names, sizes, modes and SHA-256 all match,
 //     the record takes the new stamps. Anything else (a file deleted,
-//     added, truncated, replaced or chmodded; a record missing, as after a
+//     added, truncated, replaced (by a symlink too) or chmodded; a record
+//     missing, as after a
 //     cache restore that skipped hidden files, or unreadable) gets the
 //     entry removed and installed afresh from its source under the flock,
 //     verified like a first install, and counted in Stats.Repairs (and
 //     Stats.Downloads). If that fails, the error wraps ErrDamagedEntry and
 //     names the entry and what differed. Ensure never hands out a damaged
 //     entry, and once it has seen one the entry is gone, so CLIConfig no
-//     longer points Terraform at it. A Package's hashes, and so LockFile, come only from a verified install.
+//     longer points Terraform at it. A Package's hashes, and so LockFile,
+//     come only from a verified install.
 //   - Nothing blocks without a deadline. Every HTTP request attempt runs
 //     under a watchdog of the cache's own, so the bounds hold with any
 //     client given to WithHTTPClient (even one without timeouts) and a

@@ -181,8 +181,11 @@ func (c *Cache) reverify(p Provider, v *version.Version, plat string, e entry) e
 			e.why = d
 			return e
 		}
-	} else if h1, err := h1Of(now); err != nil || h1 != e.meta.lockH1() {
+	} else if h1, err := h1Of(now); err != nil {
 		// A record from before per-file records: the h1: decides.
+		e.why = fmt.Sprintf("its files cannot be hashed (%v) to compare with %s, recorded when installed", err, e.meta.lockH1())
+		return e
+	} else if h1 != e.meta.lockH1() {
 		e.why = fmt.Sprintf("its files hash to %s, %s when installed", h1, e.meta.lockH1())
 		return e
 	}

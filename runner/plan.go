@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
 // A saved plan lives in the instance's data dir, which no refresh of the
@@ -98,10 +98,10 @@ func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
 	m := planMeta{Digest: x.w.Digest, Engine: string(x.rs.eng.Kind) + " " + x.rs.eng.Version.String(), Destroy: destroy, Created: time.Now().UTC(),
 		Args: planArgsDigest(x.u)}
 	var err error
-	if m.Plan, err = fileSum(file); err != nil {
+	if m.Plan, err = treesum.HashFile(file); err != nil {
 		return m, fmt.Errorf("hash saved plan: %w", err)
 	}
-	m.LockFile, err = fileSum(filepath.Join(x.dir, lockFileName))
+	m.LockFile, err = treesum.HashFile(filepath.Join(x.dir, lockFileName))
 	if errors.Is(err, os.ErrNotExist) {
 		m.LockFile, err = "", nil
 	}
@@ -263,17 +263,4 @@ func summarizePlan(doc []byte) (*PlanSummary, error) {
 	}
 	slices.SortFunc(s.Changes, func(a, b ResourceChange) int { return strings.Compare(a.Address, b.Address) })
 	return s, nil
-}
-
-func fileSum(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
