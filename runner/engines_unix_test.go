@@ -176,6 +176,12 @@ func TestEnginesTwoProcesses(t *testing.T) {
 		require.Equal(t, "succeeded", r2.Status, r2.Err)
 		require.Zero(t, r1.LockWait, "the first process had the instance to itself")
 		require.Positive(t, r2.LockWait, "the second process waited for the instance lock")
+		// The waiter's Result names the holder: the first process.
+		require.NotNil(t, r2.Holder)
+		require.Equal(t, first.cmd.Process.Pid, r2.Holder.PID)
+		host, _ := os.Hostname()
+		require.Equal(t, host, r2.Holder.Host)
+		require.Nil(t, r1.Holder, "the first process never waited")
 
 		// The children ran this engine: it wrote the state, and the lock
 		// file is still the engine's, unchanged.
