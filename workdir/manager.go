@@ -140,8 +140,9 @@ func (m *Manager) Home(stack, instance string) (string, error) {
 // another (symlinks resolved on both sides), and that every generated
 // file name is a clean relative path that does not touch instance-owned
 // data (state-like names, the data dir, and the local backend's path and
-// workspace_dir as the source and the generated files configure them). A bad Spec gives an *InputError (wrapping ErrInvalid) naming the
-// field and value.
+// workspace_dir as the source and the generated files configure them). A
+// bad Spec gives an *InputError (wrapping ErrInvalid) naming the field
+// and value.
 //
 // Generated names that only conflict with the source's content (a name
 // that is a directory in the source) are found by Prepare, still before
