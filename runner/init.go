@@ -46,11 +46,12 @@ type initRecord struct {
 func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) error {
 	x.emit(PhaseInit)
 	a := x.u.Args
-	backend, err := backendFingerprint(x.dir, a.BackendConfig)
+	files, err := readRootConfig(x.dir)
 	if err != nil {
-		return fmt.Errorf("read backend configuration: %w", err)
+		return fmt.Errorf("read the root module: %w", err)
 	}
-	now := initRecord{Backend: backend, Fingerprint: x.initFingerprint(manifest, backend)}
+	backend := backendFingerprint(files, x.dir, a.BackendConfig)
+	now := initRecord{Backend: backend, Fingerprint: x.initFingerprint(manifest, backend, files)}
 	recPath := filepath.Join(x.w.DataDir, initRecordName)
 	var prev *initRecord
 	if b, err := os.ReadFile(recPath); err == nil {
@@ -94,7 +95,7 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) e
 	return nil
 }
 
-func (x *unitRun) initFingerprint(manifest, backend string) string {
+func (x *unitRun) initFingerprint(manifest, backend string, files []configFile) string {
 	h := sha256.New()
 	field := func(name string, v []byte) {
 		fmt.Fprintf(h, "%s %d\n", name, len(v))
@@ -122,7 +123,9 @@ func (x *unitRun) initFingerprint(manifest, backend string) string {
 	field("backend", []byte(backend))
 	key, _ := moduleKey(x.tree)
 	field("calls", []byte(key))
-	field("config", []byte(configDigest(x.dir)))
+	for _, f := range files {
+		field("config "+f.name, f.data)
+	}
 	if manifest != "" {
 		m, _ := os.ReadFile(manifest)
 		field("modules", m)
@@ -167,26 +170,34 @@ func (x *unitRun) dataDirIntact(hasBackend, hasModules bool) bool {
 	return true
 }
 
-// configDigest hashes the names and contents of the root module's
-// configuration files (*.tf, *.tf.json, overrides included; not variable
-// files). Module calls, provider requirements and backends, which are
-// what init acts on, are also covered on their own.
-func configDigest(dir string) string {
-	h := sha256.New()
-	ents, _ := os.ReadDir(dir)
+// configFile is one of the root module's configuration files.
+type configFile struct {
+	name string
+	data []byte
+}
+
+// readRootConfig reads the root module's configuration files (*.tf and
+// *.tf.json, overrides included; not variable files), once per unit for
+// both the backend fingerprint and the init record. Only regular files
+// are opened.
+func readRootConfig(dir string) ([]configFile, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []configFile
 	for _, e := range ents {
 		n := e.Name()
-		if !e.Type().IsRegular() || !(strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json")) {
+		if !e.Type().IsRegular() || strings.HasPrefix(n, ".") || !(strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json")) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, n))
 		if err != nil {
-			b = []byte("unreadable: " + err.Error())
+			return nil, err
 		}
-		fmt.Fprintf(h, "%s %d\n", n, len(b))
-		h.Write(b)
+		out = append(out, configFile{name: n, data: b})
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return out, nil
 }
 
 // needsInitRe matches terraform's ways of saying the working directory
@@ -201,31 +212,19 @@ func backendChanged(err error) bool { return backendChangedRe.MatchString(err.Er
 
 // backendFingerprint hashes the root module's backend (or cloud) blocks,
 // in HCL and JSON files, with the -backend-config values and the
-// content of the files they name. "" when the module has no backend.
-func backendFingerprint(dir string, backendConfig []string) (string, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return "", err
-	}
+// content of the files they name (relative to dir). "" when the module
+// has no backend.
+func backendFingerprint(files []configFile, dir string, backendConfig []string) string {
 	var parts []string
-	for _, e := range ents {
-		name := e.Name()
-		if e.IsDir() || strings.HasPrefix(name, ".") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return "", err
-		}
-		switch {
-		case strings.HasSuffix(name, ".tf"):
-			parts = append(parts, hclBackends(b)...)
-		case strings.HasSuffix(name, ".tf.json"):
-			parts = append(parts, jsonBackends(b)...)
+	for _, f := range files {
+		if strings.HasSuffix(f.name, ".tf") {
+			parts = append(parts, hclBackends(f.data)...)
+		} else {
+			parts = append(parts, jsonBackends(f.data)...)
 		}
 	}
 	if len(parts) == 0 {
-		return "", nil
+		return ""
 	}
 	slices.Sort(parts)
 	h := sha256.New()
@@ -245,7 +244,7 @@ func backendFingerprint(dir string, backendConfig []string) (string, error) {
 			}
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // hclBackends returns the source text of every backend and cloud block
