@@ -250,10 +250,14 @@ func firstLine(err error) string {
 
 // workspace selects the unit's workspace, creating it when missing,
 // unless it is already selected (terraform records the choice in the
-// data dir).
+// data dir). An empty Workspace is terraform's "default": a unit once
+// run in another workspace must not stay in it.
 func (x *unitRun) workspace(ctx context.Context) error {
 	ws := x.u.Workspace
-	if ws == "" || currentWorkspace(x.w.DataDir) == ws {
+	if ws == "" {
+		ws = defaultWorkspace
+	}
+	if currentWorkspace(x.w.DataDir) == ws {
 		return nil
 	}
 	_, err := x.run(ctx, PhaseInit, "workspace select", func(string) []string { return workspaceArgs(ws) }, runOpts{})
@@ -263,11 +267,14 @@ func (x *unitRun) workspace(ctx context.Context) error {
 	return nil
 }
 
+// defaultWorkspace is the workspace terraform uses when none is selected.
+const defaultWorkspace = "default"
+
 // currentWorkspace reads the workspace terraform has selected in dataDir.
 func currentWorkspace(dataDir string) string {
 	b, err := os.ReadFile(filepath.Join(dataDir, "environment"))
 	if err != nil {
-		return "default"
+		return defaultWorkspace
 	}
 	return strings.TrimSpace(string(b))
 }

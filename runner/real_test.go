@@ -71,6 +71,46 @@ func TestWorkspacePlanDestroy(t *testing.T) {
 	require.True(t, strings.HasSuffix(states[0], "terraform.tfstate.d/blue/terraform.tfstate"), states[0])
 }
 
+// TestEmptyWorkspaceIsDefault applies a unit in workspace pr-42, then the
+// same instance with no Workspace: the second apply goes to the default
+// workspace's state, as plain terraform with no workspace selected would,
+// and pr-42's state is left as it was.
+func TestEmptyWorkspaceIsDefault(t *testing.T) {
+	w := newWorld(t)
+	src := w.component(t, "item", itemComponent)
+	u := Unit{Workspace: "pr-42", Workdir: workdirSpec("plat-ue2-dev", "ws", src,
+		map[string][]byte{"terraform.tfvars.json": []byte(`{"name":"ws"}`)})}
+	r := w.runner(t)
+	_, err := r.Run(testCtx(t), Apply, u)
+	require.NoError(t, err)
+	home, err := w.wd.Home("plat-ue2-dev", "ws")
+	require.NoError(t, err)
+	find := func(name string) string {
+		var found string
+		require.NoError(t, filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(filepath.ToSlash(p), name) && !strings.Contains(p, ".tfisolate") {
+				found = p
+			}
+			return err
+		}))
+		return found
+	}
+	pr := find("terraform.tfstate.d/pr-42/terraform.tfstate")
+	require.NotEmpty(t, pr)
+	before, err := os.ReadFile(pr)
+	require.NoError(t, err)
+
+	u.Workspace = ""
+	_, err = r.Run(testCtx(t), Apply, u)
+	require.NoError(t, err)
+	def := find("src/terraform.tfstate")
+	require.NotEmpty(t, def, "an empty Workspace applies into the default workspace")
+	require.Len(t, stateResources(t, def), 1)
+	after, err := os.ReadFile(pr)
+	require.NoError(t, err)
+	require.Equal(t, string(before), string(after), "pr-42's state is untouched")
+}
+
 // TestCommittedLockFileHashesAreChecked commits a lock file whose hashes
 // match no package: like terraform init, the run refuses the provider
 // (pluginc.ErrChecksum) and applies nothing; with the lock file the cache

@@ -14,8 +14,9 @@ type Unit struct {
 	// Workdir says what to prepare: stack, instance, component source and
 	// generated files.
 	Workdir workdir.Spec
-	// Workspace, if set, is selected (created if missing) before the
-	// command runs.
+	// Workspace is selected (created if missing) before the command
+	// runs. Empty means terraform's "default", whatever workspace an
+	// earlier run of the instance selected.
 	Workspace string
 	// DependsOn lists the IDs of units that must be applied before this
 	// one (and destroyed after it).
