@@ -98,11 +98,15 @@ func applyPlanArgs(a Args, lockTimeout, planFile string) []string {
 }
 
 func destroyArgs(a Args, lockTimeout string) []string {
-	args := []string{"destroy", "-auto-approve", "-no-color"}
+	args := []string{"destroy", "-auto-approve", "-json"}
 	return append(args, changeArgs(a, lockTimeout)...)
 }
 
 func validateArgs() []string { return []string{"validate", "-no-color"} }
+
+func statePushArgs(lockTimeout, file string) []string {
+	return []string{"state", "push", "-lock-timeout=" + lockTimeout, file}
+}
 
 func outputArgs() []string { return []string{"output", "-json"} }
 

@@ -131,9 +131,9 @@ func TestApplyPlanArgs(t *testing.T) {
 }
 
 func TestDestroyArgs(t *testing.T) {
-	require.Equal(t, []string{"destroy", "-auto-approve", "-no-color", "-input=false", "-lock-timeout=0ms"}, destroyArgs(Args{}, "0ms"))
+	require.Equal(t, []string{"destroy", "-auto-approve", "-json", "-input=false", "-lock-timeout=0ms"}, destroyArgs(Args{}, "0ms"))
 	got := destroyArgs(fullArgs(), "0ms")
-	require.Equal(t, []string{"destroy", "-auto-approve", "-no-color", "-input=false", "-lock-timeout=0ms",
+	require.Equal(t, []string{"destroy", "-auto-approve", "-json", "-input=false", "-lock-timeout=0ms",
 		"-lock=true", "-refresh=false", "-parallelism=4",
 		"-target=tfitest_item.a", "-target=module.m",
 		"-var-file=x.tfvars.json", "-var", "a=1", "-var", "b=2"}, got)

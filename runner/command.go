@@ -34,6 +34,7 @@ const (
 	kindOutput
 	kindStep
 	kindForceUnlock
+	kindPushErroredState
 )
 
 // The predefined commands.
@@ -73,6 +74,12 @@ var (
 	// Output reads the root module's outputs into Result.Outputs without
 	// changing anything.
 	Output = Command{name: "output", kind: kindOutput, phase: PhaseOutput}
+	// PushErroredState pushes, with terraform state push, the states that
+	// an earlier apply changed infrastructure for but could not save
+	// (ErrStateNotSaved), and then lets the instance run again. terraform
+	// refuses a state of another lineage or an older serial than the
+	// backend's. A unit with nothing to push succeeds.
+	PushErroredState = Command{name: "push-errored-state", kind: kindPushErroredState, phase: PhaseStep}
 )
 
 // Step returns a custom command: fn runs once per unit, with a Handle on

@@ -62,6 +62,10 @@ var (
 	// longer matches its workdir, lock file, terraform or arguments; the
 	// message says what changed.
 	ErrStalePlan = errors.New("saved plan is stale")
+	// ErrStateNotSaved reports an apply whose terraform changed
+	// infrastructure but could not save the state, and every later
+	// command refused until that state is pushed; see StateNotSavedError.
+	ErrStateNotSaved = errors.New("state not saved")
 	// ErrGenerate is wrapped by the error of a unit whose Generate
 	// function failed.
 	ErrGenerate = errors.New("generate files")

@@ -148,6 +148,9 @@ func logName(id string) string {
 }
 
 func (x *unitRun) pipeline(ctx context.Context) (err error) {
+	if err := x.refuseUnsavedState(); err != nil {
+		return err
+	}
 	if x.rs.cmd.kind == kindApplyPlan {
 		if _, err := x.checkSavedPlan(x.rs.cmd.reverse, false); err != nil {
 			return err
@@ -236,9 +239,9 @@ func (x *unitRun) run(ctx context.Context, phase Phase, what string, args func(l
 // logged and sent as an event.
 func (x *unitRun) retry(ctx context.Context, phase Phase, fn func() error) error {
 	p := x.rs.cfg.retry
-	return p.withRetry(ctx, func(n int, err error) {
+	return p.withRetry(ctx, func(n int, err error, wait time.Duration) {
 		x.res.Retries++
-		x.out.note(fmt.Sprintf("%s: transient error, retry %d of %d in %s: %s", phase, n, p.Max, p.wait(n), firstLine(err)))
+		x.out.note(fmt.Sprintf("%s: transient error, retry %d of %d in %s: %s", phase, n, p.Max, wait.Round(time.Millisecond), firstLine(err)))
 		x.rs.em.emit(Event{Unit: x.id, Phase: phase, Status: Running, Retry: n, Err: err})
 	}, fn)
 }
@@ -300,14 +303,17 @@ func (x *unitRun) command(ctx context.Context) error {
 	case kindApply:
 		r, err := x.run(ctx, PhaseApply, "apply", func(lt string) []string { return applyArgs(a, lt) }, runOpts{jsonUI: true})
 		if err != nil {
-			return err
+			return x.keepErroredState(err)
 		}
 		return x.keepOutputs(ctx, r.outputs)
 	case kindApplyPlan:
 		return x.applyPlan(ctx, c.reverse)
 	case kindDestroy:
-		_, err := x.run(ctx, PhaseDestroy, "destroy", func(lt string) []string { return destroyArgs(a, lt) }, runOpts{})
-		return err
+		_, err := x.run(ctx, PhaseDestroy, "destroy", func(lt string) []string { return destroyArgs(a, lt) }, runOpts{jsonUI: true})
+		if err != nil {
+			return x.keepErroredState(err)
+		}
+		return nil
 	case kindValidate:
 		_, err := x.tf.run(ctx, validateArgs(), runOpts{})
 		return err
@@ -318,6 +324,8 @@ func (x *unitRun) command(ctx context.Context) error {
 	case kindForceUnlock:
 		_, err := x.tf.run(ctx, forceUnlockArgs(c.lockID), runOpts{})
 		return err
+	case kindPushErroredState:
+		return x.pushErroredStates(ctx)
 	}
 	return fmt.Errorf("%w: %s", ErrUnknownCommand, c)
 }

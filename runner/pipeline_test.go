@@ -103,7 +103,7 @@ func TestPipelineSteps(t *testing.T) {
 	run(Validate)
 	require.Equal(t, []string{"validate -no-color"}, calls())
 	run(Destroy)
-	require.Equal(t, []string{"destroy -auto-approve -no-color -input=false -lock-timeout=0ms -target=x.y -var a=1"}, calls())
+	require.Equal(t, []string{"destroy -auto-approve -json -input=false -lock-timeout=0ms -target=x.y -var a=1"}, calls())
 
 	// Init alone always runs init.
 	run(Init)

@@ -157,7 +157,7 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 	}
 	r, err := x.run(ctx, PhaseApply, "apply", func(lt string) []string { return applyPlanArgs(x.u.Args, lt, file) }, runOpts{jsonUI: true})
 	if err != nil {
-		return err
+		return x.keepErroredState(err)
 	}
 	// A saved plan is spent once applied: terraform would refuse it as
 	// stale, and ApplyPlan must not find it again.

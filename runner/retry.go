@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"time"
 )
@@ -15,11 +16,23 @@ import (
 // steps are not retried: the runner cannot know that they are safe to
 // repeat. State locks are not failures here: they are waited out (see
 // WithLockTimeout).
+//
+// Commands that change infrastructure (Apply, ApplyPlan, Destroy and
+// the destroy-plan forms) are retried only while terraform provably
+// started no change: a failure while locking, initializing, reading the
+// backend or planning. Once terraform reported the first resource
+// operation or provisioner, or said it could not save the state, the
+// failure is the unit's, however transient it looks: a repeated apply
+// would plan against a state that lacks what the first one created and
+// create it twice. A state terraform could not save is kept for the
+// user (see ErrStateNotSaved).
 type RetryPolicy struct {
 	// Max is how many times a failed attempt is repeated (0: never).
 	Max int
 	// Backoff is the wait before the first retry; each later retry waits
-	// twice as long, up to MaxBackoff.
+	// twice as long, up to MaxBackoff. Each wait is then spread at random
+	// over 80-120 % of that (jitter), so units throttled together do not
+	// all come back at the same moment.
 	Backoff, MaxBackoff time.Duration
 	// Patterns are added to DefaultTransientErrors.
 	Patterns []*regexp.Regexp
@@ -29,8 +42,8 @@ type RetryPolicy struct {
 
 // DefaultTransientErrors match failures known to be transient: provider
 // API throttling, HTTP 429 and 5xx answers, connection resets and
-// refusals, timeouts of TLS handshakes and of network reads, and
-// temporary DNS failures.
+// refusals, timeouts of TLS handshakes and of network reads, temporary
+// DNS failures, and an HTTP client that gave up retrying.
 var DefaultTransientErrors = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)\b(throttl(ed|ing)|rate exceeded|too many requests|request ?limit ?exceeded|slow ?down)\b`),
 	regexp.MustCompile(`\b(429|500|502|503|504)\b[^\n]*\b(Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b`),
@@ -38,12 +51,15 @@ var DefaultTransientErrors = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)connection reset by peer|connection refused|broken pipe|unexpected EOF`),
 	regexp.MustCompile(`(?i)TLS handshake timeout|i/o timeout|net/http: timeout awaiting response headers|context deadline exceeded \(Client\.Timeout`),
 	regexp.MustCompile(`(?i)temporary failure in name resolution`),
+	// go-retryablehttp (the http backend, registries) gave up on one of
+	// the above.
+	regexp.MustCompile(`giving up after \d+ attempt\(s\)`),
 	// Concurrent first inits of the pg backend race creating its table.
 	regexp.MustCompile(`duplicate key value violates unique constraint "pg_type_typname_nsp_index"`),
 }
 
-// DefaultRetry is the policy used without WithRetry: two retries after 5
-// and 10 seconds.
+// DefaultRetry is the policy used without WithRetry: two retries after
+// about 5 and 10 seconds.
 var DefaultRetry = RetryPolicy{Max: 2, Backoff: 5 * time.Second, MaxBackoff: 30 * time.Second}
 
 func (p RetryPolicy) check() error {
@@ -82,7 +98,23 @@ func (p RetryPolicy) transient(err error) bool {
 	return false
 }
 
-// wait returns how long to wait before retry n (1-based).
+// mayHaveChanged reports whether err is a terraform failure after which
+// infrastructure may differ from the state (see RetryPolicy).
+func mayHaveChanged(err error) bool {
+	var te *tfError
+	return errors.As(err, &te) && te.mayHaveChanged()
+}
+
+// jitter spreads a wait over 80-120 % of d, so units throttled together
+// do not retry in lockstep and meet the throttle again.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d*8/10 + rand.N(d*4/10+1)
+}
+
+// wait returns how long to wait before retry n (1-based), before jitter.
 func (p RetryPolicy) wait(n int) time.Duration {
 	d := p.Backoff
 	for i := 1; i < n; i++ {
@@ -99,15 +131,16 @@ func (p RetryPolicy) wait(n int) time.Duration {
 
 // withRetry runs fn, repeating it after transient failures as the
 // policy says. onRetry is called before each wait with the attempt
-// number (1-based) and the error. The wait ends early when ctx does.
-func (p RetryPolicy) withRetry(ctx context.Context, onRetry func(n int, err error), fn func() error) error {
+// number (1-based), the error and the wait. The wait ends early when ctx does.
+func (p RetryPolicy) withRetry(ctx context.Context, onRetry func(n int, err error, wait time.Duration), fn func() error) error {
 	for n := 1; ; n++ {
 		err := fn()
-		if err == nil || n > p.Max || ctx.Err() != nil || !p.transient(err) {
+		if err == nil || n > p.Max || ctx.Err() != nil || !p.transient(err) || mayHaveChanged(err) {
 			return err
 		}
-		onRetry(n, err)
-		t := time.NewTimer(p.wait(n))
+		d := jitter(p.wait(n))
+		onRetry(n, err, d)
+		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()

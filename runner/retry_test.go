@@ -3,59 +3,73 @@ package runner
 import (
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// flakyComponent runs flaky.sh (a generated file) in a provisioner with
-// a marker path, so a script can fail the first time only.
-const flakyComponent = `
-variable "marker" { type = string }
-resource "terraform_data" "flaky" {
-  provisioner "local-exec" {
-    command = "sh ${path.module}/flaky.sh ${var.marker}"
-  }
-}
+// flakyApplyBody is a fake terraform whose first apply fails with $MSG as
+// an error diagnostic, after reporting a resource operation when
+// $STARTED is set; later applies succeed. $COUNT counts the applies.
+const flakyApplyBody = `
+case "$1" in
+init|workspace) exit 0;;
+apply)
+  n=$(cat "$COUNT" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$COUNT"
+  if [ "$n" -le 1 ]; then
+    [ -n "$STARTED" ] && echo '{"type":"apply_start","@message":"x.y: Creating..."}'
+    echo "{\"type\":\"diagnostic\",\"diagnostic\":{\"severity\":\"error\",\"summary\":\"$MSG\"}}"
+    exit 1
+  fi
+  echo '{"type":"outputs","outputs":{}}'; exit 0;;
+esac
+echo "unexpected: $*" >&2; exit 1
 `
 
-// onceThen fails the first run with msg on stderr and succeeds afterwards;
-// the message is not in the command line, so only the output can match.
-func onceThen(msg string) string {
-	return "if [ -e \"$1\" ]; then exit 0; fi\n: > \"$1\"\necho '" + msg + "' >&2\nexit 1\n"
-}
-
+// TestRetry checks which failed applies the runner repeats: a transient
+// error (or one matching the caller's patterns) before terraform started
+// any change; never one after it started a change or failed to save the
+// state, however transient it looks.
 func TestRetry(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
-	src := w.component(t, "flaky", flakyComponent)
+	src := w.component(t, "flaky", `output "x" { value = 1 }`)
+	tf, _ := fakeTerraform(t, flakyApplyBody)
+	quota := []*regexp.Regexp{regexp.MustCompile(`quota bucket empty`)}
 	tests := []struct {
 		name     string
-		script   string
+		msg      string
+		started  bool
 		patterns []*regexp.Regexp
 		retries  int
 		status   Status
 	}{
-		{"transient error is retried", onceThen("Error: 429 Too Many Requests"), nil, 1, Succeeded},
-		{"permanent error is not", "echo 'Error: permission denied' >&2\nexit 1\n", nil, 0, Failed},
-		{"caller pattern is retried", onceThen("Error: quota bucket empty, come back later"), []*regexp.Regexp{regexp.MustCompile(`quota bucket empty`)}, 1, Succeeded},
-		{"caller error without its pattern is not", onceThen("Error: quota bucket empty, come back later"), nil, 0, Failed},
+		{"transient error before any change is retried", "429 Too Many Requests", false, nil, 1, Succeeded},
+		{"transient error after a change started is not", "429 Too Many Requests", true, nil, 0, Failed},
+		{"a state that could not be saved is not", "Failed to save state: connection reset by peer", false, nil, 0, Failed},
+		{"permanent error is not", "permission denied", false, nil, 0, Failed},
+		{"caller pattern is retried", "quota bucket empty, come back later", false, quota, 1, Succeeded},
+		{"caller pattern after a change started is not", "quota bucket empty, come back later", true, quota, 0, Failed},
+		{"caller error without its pattern is not", "quota bucket empty, come back later", false, nil, 0, Failed},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			marker := filepath.Join(t.TempDir(), "marker")
-			state := filepath.Join(t.TempDir(), "flaky.tfstate")
-			gen := files(t, map[string]any{"marker": marker}, state)
-			gen["flaky.sh"] = []byte(tt.script)
-			u := Unit{Workdir: workdirSpec("plat-ue2-dev", "flaky-"+string(rune('a'+i)), src, gen)}
+			env := map[string]string{"MSG": tt.msg, "COUNT": filepath.Join(t.TempDir(), "count")}
+			if tt.started {
+				env["STARTED"] = "1"
+			}
+			u := Unit{Env: env, Workdir: workdirSpec("plat-ue2-dev", "flaky-"+string(rune('a'+i)), src, nil)}
 			rec := &recorder{}
-			r := w.runner(t, WithEvents(rec.add), WithRetry(RetryPolicy{Max: 2, Backoff: time.Millisecond, Patterns: tt.patterns}))
+			r, err := New(WithWorkdirs(w.wd), WithTerraform(tf), WithEvents(rec.add),
+				WithRetry(RetryPolicy{Max: 2, Backoff: time.Millisecond, Patterns: tt.patterns}))
+			require.NoError(t, err)
 			rep, err := r.Run(testCtx(t), Apply, u)
 			res := rep.Results[0]
 			require.Equal(t, tt.status, res.Status, "%v", res.Err)
 			require.Equal(t, tt.retries, res.Retries)
+			require.Equal(t, strconv.Itoa(tt.retries+1), strings.TrimSpace(readFile(t, env["COUNT"])), "applies run")
 			var retries []Event
 			rec.mu.Lock()
 			for _, e := range rec.events {
@@ -75,10 +89,53 @@ func TestRetry(t *testing.T) {
 			e := retries[0]
 			require.Equal(t, 1, e.Retry)
 			require.Equal(t, PhaseApply, e.Phase)
-			require.Equal(t, Running, e.Status)
-			require.ErrorContains(t, e.Err, map[bool]string{true: "429 Too Many Requests", false: "quota bucket empty"}[tt.patterns == nil])
+			require.ErrorContains(t, e.Err, tt.msg)
 			require.Contains(t, log, "transient error, retry 1 of 2")
-			require.Contains(t, stateResources(t, state), "terraform_data.flaky")
 		})
 	}
+}
+
+// flakyComponent runs flaky.sh (a generated file) in a provisioner with
+// a marker path, so a script can fail the first time only.
+const flakyComponent = `
+variable "marker" { type = string }
+resource "terraform_data" "flaky" {
+  provisioner "local-exec" {
+    command = "sh ${path.module}/flaky.sh ${var.marker}"
+  }
+}
+`
+
+// TestRetryNotAfterProvisioner: with real terraform, a provisioner that
+// fails with a throttling message while its resource is being created is
+// not retried: the resource exists (tainted) in the state, and terraform,
+// not the runner, decides what the next apply does with it.
+func TestRetryNotAfterProvisioner(t *testing.T) {
+	w := newWorld(t)
+	src := w.component(t, "flaky", flakyComponent)
+	marker := filepath.Join(t.TempDir(), "marker")
+	state := filepath.Join(t.TempDir(), "flaky.tfstate")
+	gen := files(t, map[string]any{"marker": marker}, state)
+	gen["flaky.sh"] = []byte("if [ -e \"$1\" ]; then exit 0; fi\n: > \"$1\"\necho 'Error: 429 Too Many Requests' >&2\nexit 1\n")
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "flaky", src, gen)}
+	r := w.runner(t, WithRetry(RetryPolicy{Max: 2, Backoff: time.Millisecond}))
+	rep, err := r.Run(testCtx(t), Apply, u)
+	require.ErrorContains(t, err, "429 Too Many Requests")
+	require.Zero(t, rep.Results[0].Retries)
+	require.Contains(t, readFile(t, state), `"status": "tainted"`, "created once, tainted by its provisioner")
+}
+
+// TestJitter: each wait is spread over 80-120 % of the policy's backoff.
+func TestJitter(t *testing.T) {
+	const d = 10 * time.Second
+	lo, hi := d, time.Duration(0)
+	for range 1000 {
+		j := jitter(d)
+		require.GreaterOrEqual(t, j, d*8/10)
+		require.LessOrEqual(t, j, d*12/10)
+		lo, hi = min(lo, j), max(hi, j)
+	}
+	require.Less(t, lo, d*9/10, "waits spread below the backoff")
+	require.Greater(t, hi, d*11/10, "and above it")
+	require.Zero(t, jitter(0))
 }

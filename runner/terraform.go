@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,10 @@ type tfRun struct {
 	// From the machine-readable UI (-json):
 	outputs map[string]OutputValue
 	changes *changeSummary
+	// changeStarted is set once terraform reported a resource operation
+	// or provisioner starting: from then on, infrastructure may differ
+	// from the state, and the command must never be run again by itself.
+	changeStarted bool
 }
 
 // changeSummary is terraform's change_summary message.
@@ -63,7 +68,22 @@ type tfError struct {
 	exitCode int
 	msg      string
 	err      error // the exec error, when the process did not run or was killed
+	// changeStarted: terraform had begun changing infrastructure (see
+	// tfRun.changeStarted) before it failed.
+	changeStarted bool
 }
+
+// mayHaveChanged reports whether a failed terraform may have changed
+// infrastructure or failed to save the state of a change: such a command
+// is never repeated by the runner (DESIGN invariant 19).
+func (e *tfError) mayHaveChanged() bool {
+	return e.changeStarted || stateNotSavedRe.MatchString(e.msg)
+}
+
+// stateNotSavedRe matches terraform's and tofu's ways of saying a state
+// write failed after an apply: what they applied is only in
+// errored.tfstate (or in their output) now.
+var stateNotSavedRe = regexp.MustCompile(`(?i)Failed to (save|persist|write) (the )?state|errored\.tfstate`)
 
 func (e *tfError) Error() string {
 	var b strings.Builder
@@ -180,7 +200,7 @@ func (t *tfProcess) run(ctx context.Context, args []string, o runOpts) (*tfRun, 
 		}
 	}
 	if err != nil {
-		te := &tfError{args: args, exitCode: res.exitCode, msg: held.String()}
+		te := &tfError{args: args, exitCode: res.exitCode, msg: held.String(), changeStarted: res.changeStarted}
 		if ctx.Err() != nil {
 			te.err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		} else if exitErr == nil || exitErr.ExitCode() < 0 {
@@ -266,6 +286,9 @@ func (u *uiReader) read(r io.Reader) {
 			u.res.outputs = outs
 		case "change_summary":
 			u.res.changes = m.Changes
+		case "apply_start", "apply_progress", "apply_complete", "apply_errored",
+			"provision_start", "provision_progress", "provision_complete", "provision_errored":
+			u.res.changeStarted = true
 		}
 		if m.Message != "" {
 			_, _ = u.log.Write([]byte(m.Message + "\n"))

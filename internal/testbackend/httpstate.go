@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -33,6 +34,8 @@ type LockInfo struct {
 
 // Counters are the requests the HTTP state server answered for one state.
 type Counters struct {
+	Faults int // requests answered by a fault (see Fail); not counted below
+
 	Gets    int // GET (read state)
 	Posts   int // POST (write state), refused ones included
 	Deletes int // DELETE (remove state), refused ones included
@@ -60,7 +63,8 @@ type HTTPState struct {
 }
 
 type httpEntry struct {
-	state    []byte // nil: no state
+	faults   map[string]fault // method -> the fault its next requests meet
+	state    []byte           // nil: no state
 	lock     *LockInfo
 	lockJSON []byte // the lock as it was sent, returned verbatim in a 423
 	count    Counters
@@ -195,6 +199,41 @@ func (s *HTTPState) Wait(ctx context.Context, cond func() bool) error {
 	}
 }
 
+// fault is what the next n requests of one method meet.
+type fault struct {
+	n      int
+	status int // 0: the connection is cut
+}
+
+// Fail makes the next n requests with the given method (GET, POST, LOCK,
+// ...) for the named state fail, changing nothing: with status 0 as a
+// network fault would (the server resets the connection, so the client
+// sees "connection reset by peer"), otherwise with that HTTP status. n <=
+// 0 clears the fault.
+func (s *HTTPState) Fail(name, method string, n, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entry(name)
+	if e.faults == nil {
+		e.faults = map[string]fault{}
+	}
+	e.faults[method] = fault{n: max(n, 0), status: status}
+}
+
+// cut resets the connection under w: SO_LINGER 0 makes the close send
+// an RST instead of a FIN.
+func cut(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, "cannot cut the connection: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
 func (s *HTTPState) entry(name string) *httpEntry {
 	e := s.states[name]
 	if e == nil {
@@ -231,6 +270,17 @@ func (s *HTTPState) serve(w http.ResponseWriter, r *http.Request) {
 	e := s.entry(name)
 	defer s.notify()
 
+	if f := e.faults[r.Method]; f.n > 0 {
+		f.n--
+		e.faults[r.Method] = f
+		e.count.Faults++
+		if f.status == 0 {
+			cut(w)
+		} else {
+			http.Error(w, http.StatusText(f.status), f.status)
+		}
+		return
+	}
 	switch r.Method {
 	case http.MethodGet:
 		e.count.Gets++
