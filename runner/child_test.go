@@ -15,6 +15,7 @@ import (
 type childConfig struct {
 	TF, Root, Cache string
 	Spec            workdir.Spec
+	Command         string // "apply" (the default) or "apply-plan"
 }
 
 // childResult is what a child prints on its last stdout line.
@@ -57,7 +58,11 @@ func runChild(role string) int {
 		fmt.Println(err)
 		return 2
 	}
-	rep, err := r.Run(context.Background(), Apply, Unit{Workdir: cfg.Spec})
+	cmd := Apply
+	if cfg.Command == ApplyPlan.String() {
+		cmd = ApplyPlan
+	}
+	rep, err := r.Run(context.Background(), cmd, Unit{Workdir: cfg.Spec})
 	res := childResult{}
 	if rep != nil {
 		res.Status = rep.Results[0].Status.String()

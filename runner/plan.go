@@ -24,12 +24,27 @@ import (
 //	DATADIR/tfisolate-plan/plan.tfplan     terraform's saved plan
 //	DATADIR/tfisolate-plan/plan.json       terraform show -json of it
 //	DATADIR/tfisolate-plan/plan.meta.json  what it was made from; written last
+//	DATADIR/tfisolate-plan/applying.json   an apply of the plan under way
 const (
-	planDirName  = "tfisolate-plan"
-	planFileName = "plan.tfplan"
-	planJSONName = "plan.json"
-	planMetaName = "plan.meta.json"
+	planDirName      = "tfisolate-plan"
+	planFileName     = "plan.tfplan"
+	planJSONName     = "plan.json"
+	planMetaName     = "plan.meta.json"
+	planApplyingName = "applying.json"
 )
+
+// planApplying is written right before terraform applies a saved plan,
+// and removed once the apply ended without changing anything or the plan
+// is spent. Found later, it says an apply of that plan was cut off (the
+// host crashed, terraform was killed, or it failed after it had started
+// changing infrastructure): applying the plan again could create what
+// the first apply created a second time, so the plan is refused.
+type planApplying struct {
+	Plan    string    `json:"plan"` // sha256 of the plan file being applied
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Started time.Time `json:"started"`
+}
 
 // planMeta records what a saved plan was made from, so that ApplyPlan
 // can refuse a plan that no longer matches the workdir.
@@ -43,6 +58,10 @@ type planMeta struct {
 	Created  time.Time `json:"created"`
 }
 
+func (x *unitRun) applyingPath() string {
+	return filepath.Join(x.w.DataDir, planDirName, planApplyingName)
+}
+
 func (x *unitRun) planPaths() (dir, file, jsonFile, meta string) {
 	dir = filepath.Join(x.w.DataDir, planDirName)
 	return dir, filepath.Join(dir, planFileName), filepath.Join(dir, planJSONName), filepath.Join(dir, planMetaName)
@@ -53,8 +72,10 @@ func (x *unitRun) planPaths() (dir, file, jsonFile, meta string) {
 // plan leaves nothing ApplyPlan would take.
 func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 	dir, file, jsonFile, metaFile := x.planPaths()
-	if err := os.Remove(metaFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove old saved plan: %w", err)
+	for _, old := range []string{metaFile, x.applyingPath()} {
+		if err := os.Remove(old); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove old saved plan: %w", err)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saved plan dir: %w", err)
@@ -139,6 +160,16 @@ func (x *unitRun) checkSavedPlan(destroy, checkLock bool) (planMeta, error) {
 	if why := staleness(saved, now, destroy); why != "" {
 		return planMeta{}, fmt.Errorf("%w for unit %s: %s since it was saved at %s; run SavePlan again", ErrStalePlan, x.id, why, saved.Created.Format(time.RFC3339))
 	}
+	if b, err := os.ReadFile(x.applyingPath()); err == nil {
+		var a planApplying
+		if json.Unmarshal(b, &a) != nil || a.Plan == saved.Plan {
+			return planMeta{}, fmt.Errorf("%w for unit %s: an earlier apply of this plan (pid %d on %s, started %s) never finished "+
+				"and may have changed infrastructure; applying it again could do the same changes twice: run SavePlan again",
+				ErrStalePlan, x.id, a.PID, a.Host, a.Started.Format(time.RFC3339))
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return planMeta{}, fmt.Errorf("read %s: %w", x.applyingPath(), err)
+	}
 	return saved, nil
 }
 
@@ -155,13 +186,23 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 			x.res.Plan = sum
 		}
 	}
+	host, _ := os.Hostname()
+	mark, _ := json.Marshal(planApplying{Plan: saved.Plan, PID: os.Getpid(), Host: host, Started: time.Now().UTC()})
+	if err := atomicfile.WriteFile(x.applyingPath(), mark, 0o644); err != nil {
+		return fmt.Errorf("record the apply of the saved plan: %w", err)
+	}
 	r, err := x.run(ctx, PhaseApply, "apply", func(lt string) []string { return applyPlanArgs(x.u.Args, lt, file) }, runOpts{jsonUI: true})
 	if err != nil {
+		if !mayHaveChanged(err) {
+			// Nothing was changed (a lock, the backend, a refusal): the
+			// plan may be applied again.
+			_ = os.Remove(x.applyingPath())
+		}
 		return x.keepErroredState(err)
 	}
 	// A saved plan is spent once applied: terraform would refuse it as
 	// stale, and ApplyPlan must not find it again.
-	if err := errors.Join(os.Remove(metaFile), os.Remove(file)); err != nil {
+	if err := errors.Join(os.Remove(metaFile), os.Remove(file), os.Remove(x.applyingPath())); err != nil {
 		x.out.note("cannot remove the applied plan: " + err.Error())
 	}
 	return x.keepOutputs(ctx, r.outputs)
