@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/testenv"
 	"github.com/tfisolate/tfisolate/internal/testregistry"
 	"github.com/tfisolate/tfisolate/workdir"
@@ -142,24 +141,26 @@ func TestModuleUpgradeRefreshesStore(t *testing.T) {
 // plain Apply through the store keeps the instance's 1.1.0 instead of
 // copying the older set over it, and refreshes the store from it: an
 // instance that had 1.0.0 then gets 1.1.0, and nothing is downloaded
-// again.
+// again. Under both engines.
 func TestModuleStoreOlderThanUnit(t *testing.T) {
-	w := newUpgradeWorld(t, testenv.Engine{Kind: engine.Terraform, Path: testenv.Terraform(t)})
-	r := w.runner(t, "")
-	require.Equal(t, "1.0.0", w.apply(t, r, w.unit(t, "a", false)))
-	require.Equal(t, "1.0.0", w.apply(t, r, w.unit(t, "b", false)))
+	testenv.Engines(t, func(t *testing.T, e testenv.Engine) {
+		w := newUpgradeWorld(t, e)
+		r := w.runner(t, "")
+		require.Equal(t, "1.0.0", w.apply(t, r, w.unit(t, "a", false)))
+		require.Equal(t, "1.0.0", w.apply(t, r, w.unit(t, "b", false)))
 
-	w.publish(t, "1.1.0")
-	require.Equal(t, "1.1.0", w.apply(t, w.runner(t, "-"), w.unit(t, "a", true)))
-	fetched := w.downloads("1.1.0")
+		w.publish(t, "1.1.0")
+		require.Equal(t, "1.1.0", w.apply(t, w.runner(t, "-"), w.unit(t, "a", true)))
+		fetched := w.downloads("1.1.0")
 
-	v, log := w.applyLog(t, r, w.unit(t, "a", false))
-	require.Equal(t, "1.1.0", v, "the store's older set is not copied over the unit's")
-	require.Contains(t, log, "kept this unit's own modules: the shared set holds older versions (module.greet "+w.reg.ModuleSource("tfisolate", "greet", "tfitest")+": 1.1.0, the set has 1.0.0)")
-	require.Contains(t, log, "the module store's set for this component is refreshed from this unit's newer modules")
-	v, log = w.applyLog(t, r, w.unit(t, "b", false))
-	require.Equal(t, "1.1.0", v, "the store was refreshed from the upgraded unit")
-	require.Contains(t, log, "copied the shared remote modules into this unit's data dir")
-	require.Equal(t, fetched, w.downloads("1.1.0"))
-	require.Equal(t, 1, w.downloads("1.0.0"))
+		v, log := w.applyLog(t, r, w.unit(t, "a", false))
+		require.Equal(t, "1.1.0", v, "the store's older set is not copied over the unit's")
+		require.Contains(t, log, "kept this unit's own modules: the shared set holds older versions (module.greet "+w.reg.ModuleSource("tfisolate", "greet", "tfitest")+": 1.1.0, the set has 1.0.0)")
+		require.Contains(t, log, "the module store's set for this component is refreshed from this unit's newer modules")
+		v, log = w.applyLog(t, r, w.unit(t, "b", false))
+		require.Equal(t, "1.1.0", v, "the store was refreshed from the upgraded unit")
+		require.Contains(t, log, "copied the shared remote modules into this unit's data dir")
+		require.Equal(t, fetched, w.downloads("1.1.0"))
+		require.Equal(t, 1, w.downloads("1.0.0"))
+	})
 }
