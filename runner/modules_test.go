@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 )
 
@@ -247,4 +248,98 @@ module "net" {
 		require.Equal(t, "../modules/net", dirs["net"])
 		require.Equal(t, filepath.ToSlash(filepath.Join(dataDir, "modules", "net.redis")), dirs["net.redis"])
 	}
+}
+
+// TestOlderModules is the "never older" comparison: which of a unit's
+// installed modules a set holds in an older version.
+func TestOlderModules(t *testing.T) {
+	const src = "registry.tfisolate.test/tfisolate/greet/tfitest"
+	rec := func(key, source, ver string) manifestRecord {
+		return manifestRecord{Key: key, Source: source, Version: ver, Dir: ".terraform/modules/" + key}
+	}
+	root := manifestRecord{Key: "", Source: "", Dir: "."}
+	calls := []modtree.Call{{Key: "greet", Source: src, Version: ">= 1.0.0"}, {Key: "pinned", Source: src, Version: "~> 1.0.0"}}
+	cases := []struct {
+		name      string
+		have, set []manifestRecord
+		want      []string
+	}{
+		{name: "set older", have: []manifestRecord{root, rec("greet", src, "1.1.0")}, set: []manifestRecord{root, rec("greet", src, "1.0.0")},
+			want: []string{"module.greet " + src + ": 1.1.0, the set has 1.0.0"}},
+		{name: "set newer", have: []manifestRecord{rec("greet", src, "1.0.0")}, set: []manifestRecord{rec("greet", src, "1.1.0")}},
+		{name: "same", have: []manifestRecord{rec("greet", src, "1.1.0")}, set: []manifestRecord{rec("greet", src, "1.1.0")}},
+		{name: "patch and prerelease order", have: []manifestRecord{rec("greet", src, "1.0.10")}, set: []manifestRecord{rec("greet", src, "1.0.10-rc.1")},
+			want: []string{"module.greet " + src + ": 1.0.10, the set has 1.0.10-rc.1"}},
+		{name: "another source", have: []manifestRecord{rec("greet", src, "1.1.0")}, set: []manifestRecord{rec("greet", src+"x", "1.0.0")}},
+		{name: "not in the set", have: []manifestRecord{rec("greet", src, "1.1.0")}, set: []manifestRecord{rec("other", src, "1.0.0")}},
+		{name: "no versions (not a registry module)", have: []manifestRecord{rec("greet", "git::https://example.test/m.git", "")},
+			set: []manifestRecord{rec("greet", "git::https://example.test/m.git", "")}},
+		{name: "unparsable version", have: []manifestRecord{rec("greet", src, "latest")}, set: []manifestRecord{rec("greet", src, "1.0.0")}},
+		{name: "the constraint no longer allows the unit's", have: []manifestRecord{rec("pinned", src, "1.1.0")}, set: []manifestRecord{rec("pinned", src, "1.0.5")}},
+		{name: "the constraint allows the unit's", have: []manifestRecord{rec("pinned", src, "1.0.7")}, set: []manifestRecord{rec("pinned", src, "1.0.5")},
+			want: []string{"module.pinned " + src + ": 1.0.7, the set has 1.0.5"}},
+		{name: "nested module, constraint unknown", have: []manifestRecord{rec("greet.inner", src, "2.0.0")}, set: []manifestRecord{rec("greet.inner", src, "1.9.0")},
+			want: []string{"module.greet.inner " + src + ": 2.0.0, the set has 1.9.0"}},
+		{name: "several, sorted; newer ones ignored",
+			have: []manifestRecord{rec("z", src, "3.0.0"), rec("greet", src, "1.2.0"), rec("b", src, "1.0.0")},
+			set:  []manifestRecord{rec("greet", src, "1.1.0"), rec("b", src, "1.5.0"), rec("z", src, "2.0.0")},
+			want: []string{"module.greet " + src + ": 1.2.0, the set has 1.1.0", "module.z " + src + ": 3.0.0, the set has 2.0.0"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, olderModules(tc.have, tc.set, calls))
+		})
+	}
+
+	require.True(t, sameModuleCalls([]manifestRecord{root, rec("greet", src, "1.1.0")}, []manifestRecord{rec("greet", src, "1.0.0"), root}))
+	require.False(t, sameModuleCalls([]manifestRecord{root, rec("greet", src, "1.1.0")}, []manifestRecord{root, rec("greet", src+"x", "1.1.0")}))
+	require.False(t, sameModuleCalls([]manifestRecord{root, rec("greet", src, "1.1.0")}, []manifestRecord{root}))
+}
+
+// TestInstallModulesNeverOlder: a snapshot holding an older version of a
+// module the data dir has is not copied in when neverOlder is set (the
+// data dir keeps its own, byte for byte), and is with neverOlder unset
+// (Args.Upgrade: a fresh resolution, as terraform init -upgrade makes).
+// A newer snapshot is copied in either way.
+func TestInstallModulesNeverOlder(t *testing.T) {
+	const src = "registry.tfisolate.test/tfisolate/greet/tfitest"
+	snapshot := func(t *testing.T, ver string) modSnapshot {
+		dir := filepath.Join(t.TempDir(), "modules")
+		origin := filepath.Join("/leader", "data", "modules")
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "greet"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "greet", "main.tf"), []byte("# "+ver+"\n"), 0o644))
+		m := fmt.Sprintf(`{"Modules":[{"Key":"","Source":"","Dir":"."},{"Key":"greet","Source":%q,"Version":%q,"Dir":%q}]}`,
+			src, ver, filepath.ToSlash(filepath.Join(origin, "greet")))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, manifestName), []byte(m), 0o644))
+		return modSnapshot{Dir: dir, Origin: origin, Workdir: "/leader/work"}
+	}
+	calls := []modtree.Call{{Key: "greet", Source: src, Version: ">= 1.0.0"}}
+	version := func(t *testing.T, dataDir string) string {
+		return readFile(t, filepath.Join(dataDir, modulesDir, "greet", "main.tf"))
+	}
+	dataDir := t.TempDir()
+	inst, err := installModules(snapshot(t, "1.1.0"), dataDir, calls, true)
+	require.NoError(t, err)
+	require.True(t, inst.copied)
+	require.Equal(t, "# 1.1.0\n", version(t, dataDir))
+	before := readFile(t, filepath.Join(dataDir, modulesDir, manifestName))
+
+	inst, err = installModules(snapshot(t, "1.0.0"), dataDir, calls, true)
+	require.NoError(t, err)
+	require.False(t, inst.copied)
+	require.Equal(t, []string{"module.greet " + src + ": 1.1.0, the set has 1.0.0"}, inst.older)
+	require.Len(t, inst.have, 2)
+	require.Equal(t, "# 1.1.0\n", version(t, dataDir), "the unit keeps its newer module")
+	require.Equal(t, before, readFile(t, filepath.Join(dataDir, modulesDir, manifestName)))
+
+	inst, err = installModules(snapshot(t, "1.2.0"), dataDir, calls, true)
+	require.NoError(t, err)
+	require.True(t, inst.copied)
+	require.Equal(t, "# 1.2.0\n", version(t, dataDir))
+
+	inst, err = installModules(snapshot(t, "1.0.0"), dataDir, calls, false)
+	require.NoError(t, err)
+	require.True(t, inst.copied, "an upgrade's fresh resolution is installed as it is")
+	require.Empty(t, inst.older)
+	require.Equal(t, "# 1.0.0\n", version(t, dataDir))
 }

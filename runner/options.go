@@ -343,7 +343,11 @@ func WithSkipUnchanged() Option {
 // DIR/.modules beside the plugin cache's packages when there is one;
 // "-" turns the store off (modules are fetched once per Run). A stored
 // set is reused as is: a module source that names a moving target (a
-// branch, a version range) is fetched again only with Args.Upgrade.
+// branch, a version range) is fetched again only with Args.Upgrade, and
+// that fetch replaces the stored set (atomically, under its flock), so
+// every instance of the component gets the upgrade on its next run. A
+// stored set older than an instance's own modules is never copied over
+// them: the instance keeps its own and the store is refreshed from them.
 func WithModuleStore(dir string) Option {
 	return optionFunc(func(c *config) error {
 		if dir == "" {

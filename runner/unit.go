@@ -68,7 +68,9 @@ type Args struct {
 	// backend is reconfigured and state is never migrated.
 	MigrateState bool
 	// Upgrade passes init -upgrade and re-resolves provider versions in
-	// the shared cache, ignoring the versions in the lock file.
+	// the shared cache, ignoring the versions in the lock file. Remote
+	// modules are fetched afresh (get -update) and replace the module
+	// store's set, so the component's other instances get them too.
 	Upgrade bool
 }
 

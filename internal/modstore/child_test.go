@@ -140,6 +140,24 @@ func child(role string) error {
 		}
 		return fmt.Errorf("get returned without stalling at %q", point)
 
+	case "replace":
+		// Replace the key's entry, stalling at a point of the swap.
+		point := os.Getenv(envPoint)
+		s.testHookPoint = func(p string) {
+			if p == point {
+				fmt.Println("at " + p)
+				select {} // until SIGKILL
+			}
+		}
+		_, _, err := s.Replace(ctx, key, nil, func(ctx context.Context, dir string) error {
+			appendLine(os.Getenv(envCount), fmt.Sprint(os.Getpid()))
+			return writeTree(dir, content)
+		})
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("replace returned without stalling at %q", point)
+
 	case "hold":
 		_, _, err := s.Get(ctx, key, func(ctx context.Context, dir string) error {
 			appendLine(os.Getenv(envCount), fmt.Sprint(os.Getpid()))

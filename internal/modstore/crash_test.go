@@ -92,7 +92,8 @@ func statsAfter(damaged bool) Stats {
 
 // sub returns s minus o, field by field.
 func (s Stats) sub(o Stats) Stats {
-	return Stats{Fills: s.Fills - o.Fills, Hits: s.Hits - o.Hits, Waits: s.Waits - o.Waits, Repairs: s.Repairs - o.Repairs}
+	return Stats{Fills: s.Fills - o.Fills, Hits: s.Hits - o.Hits, Waits: s.Waits - o.Waits, Repairs: s.Repairs - o.Repairs,
+		Replaces: s.Replaces - o.Replaces, Recopies: s.Recopies - o.Recopies}
 }
 
 // TestOpenSweepsLeftoversOfDeadProcesses: leftovers of a fill killed

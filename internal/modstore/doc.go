@@ -15,7 +15,7 @@
 //	DIR/<hash>/tree/                  the tree fill wrote: what Get returns
 //	DIR/<hash>/manifest.json          the key and every path's type, mode, size, SHA-256
 //	DIR/.modstore/locks/<hash>.lock   one flock per key, never deleted
-//	DIR/.modstore/tmp/<hash>.*        fills under way, or leftovers of dead ones
+//	DIR/.modstore/tmp/<hash>.*        fills under way, entries set aside, or leftovers of dead ones
 //
 // Guarantees:
 //
@@ -29,17 +29,20 @@
 //     is never handed out. Its temp dirs are removed by the next Get of
 //     the same key, under that key's lock (so never a live process's),
 //     and by Open for every key whose lock is free.
+//
 //   - fill runs at most once at a time per key across every goroutine and
 //     process using DIR: Get calls of one Store share one attempt
 //     (internal/flight), processes (and Stores) take the key's flock in
 //     DIR/.modstore/locks, and whoever waited gets the finished entry
 //     without filling again. Waiting honours the caller's context: a Get
 //     whose ctx ends while another process fills returns ctx's error.
+//
 //   - A failed fill stores nothing: its error is returned (wrapped in
 //     ErrFill, naming the key; shared with the Get calls of the same
 //     Store waiting for it), its temp dir is removed, and the next Get
 //     fills again. A tree holding anything but directories, regular files
 //     and symlinks is refused with ErrBadTree.
+//
 //   - Every entry is checked against its manifest before it is handed out:
 //     cheaply by default (the same paths, types, modes, sizes and symlink
 //     targets, and every file's change stamp -- inode, mtime, ctime -- so
@@ -54,14 +57,30 @@
 //     handed out. A SHA-256 collision of two keys therefore cannot mix
 //     their trees.
 //
+//   - Replace puts a freshly filled tree in place of a key's entry (an
+//     upgrade fetched a newer set), under the same flock and with the
+//     same temp dir, manifest and sync as a fill: the old entry is moved
+//     aside in one rename and the new one renamed into place, so a
+//     process killed at any point leaves the old entry, the new one, or
+//     none (the next Get fills afresh), and the old tree is swept under
+//     the lock later. A keep function asked under the lock lets a caller
+//     replace only an entry older than what it would write, without
+//     racing another process doing the same.
+//
+//   - Copy copies an entry out and checks the copy against the entry's
+//     manifest by content: a copy taken while another process replaced
+//     the entry (half old, half new) or damaged it never matches, is
+//     thrown away and taken again, the last time under the key's lock.
+//     What Copy gives is exactly a tree some fill stored for the key.
+//
 // Entries are read-only to callers. The directory Get returns is shared
 // by every user of the store: copy what you need out of it (a new inode
 // per file, as a plain or reflink copy makes; never a hard link, which
 // would let a write to the copy change the entry) and never write, chmod
 // or remove anything in it. The check is made when Get returns: a copy
-// taken while someone else damages the entry (or while another process,
-// having found it damaged, replaces it) is not protected by it.
+// taken out of Get's directory while someone else damages the entry (or
+// while another process replaces it) is not protected by it; Copy's is.
 //
-// Stats counts fills, hits, waits for another process and repairs of
-// damaged entries. The store logs nothing unless given WithLogger.
+// Stats counts fills, hits, waits for another process, repairs of
+// damaged entries, replacements and copies taken again. The store logs nothing unless given WithLogger.
 package modstore

@@ -44,12 +44,13 @@ type Store struct {
 	cfg     config
 	flights flight.Group[result]
 
-	fills, hits, waits, repairs atomic.Int64
+	fills, hits, waits, repairs, replaces, recopies atomic.Int64
 
 	// Test hooks, set only by this package's tests before first use.
-	testHookPoint func(point string) // at the crash points of a fill
-	testHookSlow  func()             // a Get found no usable entry and goes to the lock
-	testHookWait  func()             // a Get found the key locked by another process
+	testHookPoint  func(point string) // at the crash points of a fill
+	testHookSlow   func()             // a Get found no usable entry and goes to the lock
+	testHookWait   func()             // a Get found the key locked by another process
+	testHookCopied func()             // Copy copied one regular file
 }
 
 // Stats counts what a Store did since Open. Counts are of this Store
@@ -67,6 +68,12 @@ type Stats struct {
 	Waits int64
 	// Repairs counts damaged entries that were removed and refilled.
 	Repairs int64
+	// Replaces counts entries that Replace put in place of an entry
+	// that was there (Fills counts them too).
+	Replaces int64
+	// Recopies counts Copy attempts that found the entry changed under
+	// them (replaced by another process) and copied again.
+	Recopies int64
 }
 
 // result is what one flight of Get shares with the other callers of the
@@ -118,7 +125,8 @@ func (s *Store) Dir() string { return s.dir }
 
 // Stats returns what this Store did since Open.
 func (s *Store) Stats() Stats {
-	return Stats{Fills: s.fills.Load(), Hits: s.hits.Load(), Waits: s.waits.Load(), Repairs: s.repairs.Load()}
+	return Stats{Fills: s.fills.Load(), Hits: s.hits.Load(), Waits: s.waits.Load(), Repairs: s.repairs.Load(),
+		Replaces: s.replaces.Load(), Recopies: s.recopies.Load()}
 }
 
 // Get returns the directory holding the tree stored for key, filling it
@@ -136,7 +144,10 @@ func (s *Store) Stats() Stats {
 // of it (a new inode for every file, never a hard link) and never write,
 // chmod or remove anything in it. The entry is checked against its
 // manifest before it is returned; one found changed is treated as
-// damaged, refilled under the key's lock, and never returned.
+// damaged, refilled under the key's lock, and never returned. A Replace
+// of the key (by any process) swaps the directory's content for another
+// tree at any time: a caller that copies out of it while another process
+// may replace the key uses Copy, which never gives half of each.
 func (s *Store) Get(ctx context.Context, key string, fill func(ctx context.Context, dir string) error) (dir string, filled bool, err error) {
 	if key == "" {
 		return "", false, fmt.Errorf("modstore: get: %w: the key is empty", ErrInvalidKey)
@@ -181,7 +192,11 @@ func (s *Store) getLocked(ctx context.Context, key, h string, fill func(context.
 	// The lock file itself is never removed: removing it would let two
 	// processes hold "the" lock on different inodes.
 	defer unlock()
+	return s.getHeld(ctx, key, h, fill)
+}
 
+// getHeld is getLocked for a caller that holds the key's lock.
+func (s *Store) getHeld(ctx context.Context, key, h string, fill func(context.Context, string) error) (result, error) {
 	// Only the lock holder creates temp files of this key, so every one
 	// there now belongs to a process that died (or failed to remove it).
 	s.sweep(h)
@@ -293,12 +308,30 @@ func (s *Store) fill(ctx context.Context, key, h string, fill func(context.Conte
 	}
 	s.hook("synced")
 	entry := s.entryPath(h)
+	// An entry in the way (Replace) is set aside in one rename, under a
+	// name the next holder of the key's lock sweeps: a crash between the
+	// two renames leaves no entry, never half of one, and the next Get
+	// fills afresh.
+	old := ""
+	if _, err := os.Lstat(entry); err == nil {
+		old = filepath.Join(tmpRoot, h+"."+strconv.Itoa(os.Getpid())+".replaced")
+		if err := os.Rename(entry, old); err != nil {
+			return fmt.Errorf("modstore: move the replaced entry of %s out of the way: %w", keyName(key), err)
+		}
+		s.hook("replaced")
+	}
 	if err := os.Rename(tmp, entry); err != nil {
 		return fmt.Errorf("modstore: move the entry of %s into place: %w", keyName(key), err)
 	}
 	s.hook("renamed")
 	if err := atomicfile.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("modstore: fill %s: %w", keyName(key), err)
+	}
+	if old != "" {
+		if err := removeAll(old); err != nil {
+			// Swept by the next holder of the key's lock.
+			s.cfg.log.Warn("could not remove a replaced entry", "key", key, "path", old, "error", err)
+		}
 	}
 	s.cfg.log.Info("stored entry", "key", key, "entry", entry, "paths", len(files))
 	return nil

@@ -18,6 +18,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/providers/{ns}/{type}/{version}/download/{os}/{arch}", s.downloadDoc)
 	mux.HandleFunc("GET /dl/{ns}/{type}/{version}/{file}", s.file)
 	mux.HandleFunc("GET /{host}/{ns}/{type}/{file}", s.mirror)
+	mux.HandleFunc("GET /v1/modules/{ns}/{name}/{system}/versions", s.moduleVersions)
+	mux.HandleFunc("GET /v1/modules/{ns}/{name}/{system}/{version}/download", s.moduleDownload)
+	mux.HandleFunc("GET /modarchive/{ns}/{name}/{system}/{file}", s.moduleArchive)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
 		s.log.Debug("request", "method", r.Method, "path", r.URL.Path)
@@ -31,7 +34,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, map[string]string{"providers.v1": "/v1/providers/"})
+	writeJSON(w, map[string]string{"providers.v1": "/v1/providers/", "modules.v1": "/v1/modules/"})
 }
 
 func (s *Server) versions(w http.ResponseWriter, r *http.Request) {

@@ -116,6 +116,10 @@ type Server struct {
 	fault       Fault
 	gate        *Gate
 	downloads   map[string]int
+
+	modules      map[string]module // by ModuleKey
+	modFormat    ArchiveFormat
+	modDownloads map[string]int
 }
 
 // New starts a server. Call Close when done.

@@ -34,7 +34,7 @@ func TestRegistryProtocol(t *testing.T) {
 
 	code, b := get(t, c, s.URL()+"/.well-known/terraform.json")
 	require.Equal(t, 200, code)
-	require.JSONEq(t, `{"providers.v1":"/v1/providers/"}`, string(b))
+	require.JSONEq(t, `{"providers.v1":"/v1/providers/","modules.v1":"/v1/modules/"}`, string(b))
 
 	code, b = get(t, c, s.URL()+"/v1/providers/ns/t/versions")
 	require.Equal(t, 200, code)
