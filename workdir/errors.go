@@ -28,6 +28,16 @@ var (
 	// replacing something at the new position. The error names both
 	// paths; nothing was overwritten, and the next Prepare tries again.
 	ErrLeftBehind = errors.New("instance data would be left behind")
+
+	// ErrSourceState is wrapped by the error Prepare returns when the
+	// component source holds local state (for the backend the component
+	// uses) that records resources, and the instance has no state of its
+	// own: run as is, the instance would plan to create everything that
+	// state records a second time. It is also wrapped when Spec.AdoptState
+	// cannot adopt that state because the instance already has state
+	// with resources. Use errors.As with *SourceStateError for the files.
+	ErrSourceState = errors.New("component source holds local state")
+
 )
 
 // InputError describes one bad argument. It wraps ErrInvalid.
@@ -92,3 +102,57 @@ func (e *LockedError) Unwrap() []error {
 	}
 	return []error{ErrLocked, e.Err}
 }
+
+// StateFile is one local state file named by an error.
+type StateFile struct {
+	Path string // absolute
+	// Resources is how many resources it records, -1 when the SDK cannot
+	// tell (an OpenTofu encrypted state, a cut-off or unreadable file):
+	// such a state counts as holding resources.
+	Resources int
+}
+
+func (f StateFile) String() string {
+	switch f.Resources {
+	case -1:
+		return f.Path + " (resources unknown: encrypted or unreadable, counted as holding resources)"
+	case 1:
+		return f.Path + " (1 resource)"
+	}
+	return fmt.Sprintf("%s (%d resources)", f.Path, f.Resources)
+}
+
+// SourceStateError is returned by Prepare when the component source holds
+// state of its own for the backend the component uses. It wraps
+// ErrSourceState.
+type SourceStateError struct {
+	Stack, Instance string
+	Source          string      // the component dir
+	Files           []StateFile // the source's state files that record resources
+	// Blocking is set when Spec.AdoptState was given but the instance
+	// already has state with resources there: nothing was adopted.
+	Blocking *StateFile
+}
+
+func (e *SourceStateError) Error() string {
+	var b strings.Builder
+	names := make([]string, len(e.Files))
+	for i, f := range e.Files {
+		names[i] = f.String()
+	}
+	if e.Blocking != nil {
+		fmt.Fprintf(&b, "cannot adopt the component's state %s into instance %s/%s: its own state %s already records resources; "+
+			"nothing was copied (move one of them away, or leave AdoptState unset to keep the instance's own)",
+			strings.Join(names, ", "), e.Stack, e.Instance, e.Blocking)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "component source %s holds local state: %s; instance %s/%s has no state of its own, "+
+		"so it would plan to create all of that again. "+
+		"To make this one instance own that state, prepare it with Spec.AdoptState set (copied once into its workdir, then never again); "+
+		"if the state belongs to no instance run here, or another instance adopted it already, move it out of the component dir",
+		e.Source, strings.Join(names, ", "), e.Stack, e.Instance)
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrSourceState) true.
+func (e *SourceStateError) Unwrap() error { return ErrSourceState }
