@@ -81,6 +81,10 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 	res.LockWait += w.LockWait
 	res.InstanceLock = w.Holder
 	x.w, x.dir = w, w.Dir
+	// An emptied or cut-off local state is never run against as "no state".
+	if err := w.CheckState(u.Workspace); err != nil {
+		return res, err
+	}
 
 	logFile, err := x.openLog()
 	if err != nil {

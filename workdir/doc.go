@@ -10,7 +10,7 @@
 //	ROOT/.tmp/ID/                  scratch for cold builds and removals
 //	ROOT/ID/                       the instance home
 //	ROOT/ID/.tfisolate/stamp.json  what the home was built from; written last
-//	ROOT/ID/.tfisolate/state.json  state adopted from the source
+//	ROOT/ID/.tfisolate/state.json  state adopted from the source; the last complete state seen
 //	ROOT/ID/.tfisolate/data/       TF_DATA_DIR (see Workdir.Env)
 //	ROOT/ID/src/...                the component and its local modules
 //
@@ -106,6 +106,10 @@
 //     modules, inside the component dir) is an input: it is copied and
 //     refreshed like configuration and is part of Workdir.Digest; an
 //     untouched copy is not counted as instance state by Remove.
+//   - Workdir.CheckState refuses (ErrStateDamaged) a local state file that
+//     is empty or cut off while a backup beside it or the workdir's record
+//     shows the instance had a state, naming the file, the backup and the
+//     recovery steps; it never restores the backup.
 //   - Workdir.Digest identifies exactly what was materialized (files copied
 //     from the source as written, the seeded lock file, generated files):
 //     equal across Prepares if and only if terraform is given the same

@@ -38,6 +38,12 @@ var (
 	// with resources. Use errors.As with *SourceStateError for the files.
 	ErrSourceState = errors.New("component source holds local state")
 
+	// ErrStateDamaged is wrapped by the error Workdir.CheckState returns
+	// when the instance's local state file is empty or cut off while a
+	// backup beside it, or the workdir's own record, shows the instance
+	// had a state: read as is, it would be taken for "no state". Use
+	// errors.As with *DamagedStateError for the files.
+	ErrStateDamaged = errors.New("local state is damaged")
 )
 
 // InputError describes one bad argument. It wraps ErrInvalid.
@@ -156,3 +162,54 @@ func (e *SourceStateError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrSourceState) true.
 func (e *SourceStateError) Unwrap() error { return ErrSourceState }
+
+// DamagedStateError is returned by Workdir.CheckState when the instance's
+// local state file is empty or cut off while the instance had a state. It
+// wraps ErrStateDamaged.
+type DamagedStateError struct {
+	File   string // the damaged state file
+	Empty  bool   // 0 bytes (or only whitespace) rather than cut off
+	Backup string // the backup beside it, "" when there is none
+	// Lineage and Serial are of the last complete state the workdir saw
+	// at File ("" and 0 when it saw none).
+	Lineage string
+	Serial  uint64
+}
+
+func (e *DamagedStateError) Error() string {
+	var b strings.Builder
+	what := "is cut off (not a complete state document)"
+	if e.Empty {
+		what = "is empty"
+	}
+	fmt.Fprintf(&b, "%v: %s %s, but this instance had a state", ErrStateDamaged, e.File, what)
+	var shown []string
+	if e.Backup != "" {
+		shown = append(shown, "the backup "+e.Backup)
+	}
+	if e.Lineage != "" {
+		shown = append(shown, fmt.Sprintf("the workdir's record of lineage %s, serial %d", e.Lineage, e.Serial))
+	}
+	switch len(shown) {
+	case 1:
+		fmt.Fprintf(&b, " (as %s shows)", shown[0])
+	case 2:
+		fmt.Fprintf(&b, " (as %s and %s show)", shown[0], shown[1])
+	}
+	b.WriteString("; most likely a run was killed while writing it. Nothing will run against it: it would be read as no state and everything created again. ")
+	if e.Backup != "" {
+		fmt.Fprintf(&b, "The backup is not restored automatically: it is the state from before the interrupted run and lacks whatever that run created. "+
+			"To recover: 1. keep the damaged file: mv %[1]s %[1]s.damaged; "+
+			"2. cp %[2]s %[1]s; "+
+			"3. plan: whatever the interrupted run created is missing from that state, so find each such object (the run's log names them) and import it, or delete it; "+
+			"4. run again. ", e.File, e.Backup)
+	} else {
+		fmt.Fprintf(&b, "There is no backup to start from: keep the damaged file (mv %[1]s %[1]s.damaged), "+
+			"put a complete copy of the state at %[1]s (from your own copies, or rebuilt by importing each object), then run again. ", e.File)
+	}
+	fmt.Fprintf(&b, "Only if the instance manages nothing any more, delete %s and its backup to start with no state", e.File)
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrStateDamaged) true.
+func (e *DamagedStateError) Unwrap() error { return ErrStateDamaged }
