@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/tfisolate/tfisolate/internal/queue"
+	"github.com/tfisolate/tfisolate/workdir"
 )
 
 // Sentinel errors. Every error the package returns wraps one of these (or a
@@ -66,6 +67,15 @@ var (
 	// infrastructure but could not save the state, and every later
 	// command refused until that state is pushed; see StateNotSavedError.
 	ErrStateNotSaved = errors.New("state not saved")
+	// ErrSourceState is wrapped by the error of a unit whose component
+	// source holds local state with resources that the instance has not
+	// adopted (see workdir.Spec.AdoptState): nothing ran.
+	ErrSourceState = workdir.ErrSourceState
+	// ErrStateDamaged is wrapped by the error of a unit whose local state
+	// file is empty or cut off while the instance had a state (see
+	// workdir.Workdir.CheckState): nothing ran; the message says how to
+	// recover.
+	ErrStateDamaged = workdir.ErrStateDamaged
 	// ErrGenerate is wrapped by the error of a unit whose Generate
 	// function failed.
 	ErrGenerate = errors.New("generate files")

@@ -81,6 +81,14 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 	res.LockWait += w.LockWait
 	res.InstanceLock = w.Holder
 	x.w, x.dir = w, w.Dir
+	// An emptied or cut-off local state is never run against as "no state".
+	ws := u.Workspace
+	if ws == "" {
+		ws = defaultWorkspace
+	}
+	if err := w.CheckState(ws); err != nil {
+		return res, err
+	}
 
 	logFile, err := x.openLog()
 	if err != nil {

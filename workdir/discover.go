@@ -4,7 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,6 +22,11 @@ type layout struct {
 	// if one appears later, the layout may change although no file of the
 	// source set did.
 	missing []string
+	// reads lists the state files the configuration reads through a local
+	// terraform_remote_state (see modtree.RemoteStatePaths), as paths
+	// relative to the component (where terraform runs) that stay inside
+	// it; inputsOf turns them into the inputs of a build.
+	reads []string
 }
 
 // discover follows local module calls from the component, recursively
@@ -45,7 +52,7 @@ func discover(ctx context.Context, log *slog.Logger, component string) layout {
 	}
 	sort.Strings(missing)
 	base := commonAncestor(all)
-	l := layout{base: base, missing: missing}
+	l := layout{base: base, missing: missing, reads: remoteStateReads(ctx, log, tr)}
 	comp, _ := filepath.Rel(base, component)
 	l.component = filepath.ToSlash(comp)
 	var kept []string
@@ -61,6 +68,52 @@ next:
 		l.dirs = append(l.dirs, filepath.ToSlash(r))
 	}
 	return l
+}
+
+// remoteStateReads returns the state files the modules of tr read through
+// a local terraform_remote_state, relative to the root module (terraform
+// resolves them against its working directory, whichever module reads
+// them), keeping only those inside the root module's directory: a path
+// outside it has no place in the workdir (an absolute path needs none).
+func remoteStateReads(ctx context.Context, log *slog.Logger, tr *modtree.Tree) []string {
+	var out []string
+	for _, d := range tr.LocalDirs() {
+		paths, err := modtree.RemoteStatePaths(d)
+		if err != nil {
+			log.DebugContext(ctx, "cannot read terraform_remote_state sources", "dir", d, "err", err)
+			continue
+		}
+		for _, p := range paths {
+			if filepath.IsAbs(p) || !filepath.IsLocal(p) {
+				if !filepath.IsAbs(p) {
+					log.InfoContext(ctx, "terraform_remote_state reads a local state outside the component; not copied", "dir", d, "path", p)
+				}
+				continue
+			}
+			out = append(out, filepath.ToSlash(filepath.Clean(p)))
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// inputsOf returns the state files a build copies from the source as
+// inputs: the component's remote-state reads (slash paths under the
+// layout root) that are not where b keeps the instance's own state,
+// which is never copied.
+func inputsOf(reads []string, component string, b modtree.Backend) map[string]bool {
+	out := map[string]bool{}
+	own := statePathsOf(b, component)
+	def := path.Join(component, filepath.ToSlash(b.StatePath()))
+	wsDir := path.Join(component, filepath.ToSlash(b.StateWorkspaceDir()))
+	for _, r := range reads {
+		rel := path.Join(component, r)
+		if own.has(rel) || b.Local() && (rel == def || rel == def+".backup" || withinSlash(wsDir, rel)) {
+			continue
+		}
+		out[rel] = true
+	}
+	return out
 }
 
 // stillMissing reports whether every directory a stamp recorded as missing

@@ -10,6 +10,7 @@
 //	ROOT/.tmp/ID/                  scratch for cold builds and removals
 //	ROOT/ID/                       the instance home
 //	ROOT/ID/.tfisolate/stamp.json  what the home was built from; written last
+//	ROOT/ID/.tfisolate/state.json  state adopted from the source; the last complete state seen
 //	ROOT/ID/.tfisolate/data/       TF_DATA_DIR (see Workdir.Env)
 //	ROOT/ID/src/...                the component and its local modules
 //
@@ -84,15 +85,40 @@
 //     workdir records resources (a backup included: an emptied
 //     terraform.tfstate beside a backup with resources still counts), and
 //     names the files.
+//   - A state the package cannot read is never taken for an empty one:
+//     an OpenTofu encrypted state (JSON with encrypted_data and no
+//     resources), a cut-off file and a legacy (version < 4) state count as
+//     holding resources everywhere state is read (Remove, the source-state
+//     check, adoption).
+//   - A component's own state is never ignored: when the source holds
+//     state that records resources where the component's backend keeps it
+//     (the local backend's path, terraform.tfstate by default, and each
+//     workspace's file under its workspace_dir), Prepare refuses an
+//     instance that has no state of its own with a *SourceStateError
+//     (ErrSourceState) naming each file and its resource count. With
+//     Spec.AdoptState those files are copied once (atomically, 0600, under
+//     the instance lock; recorded in ROOT/ID/.tfisolate/state.json last),
+//     and never again; adoption over instance state that records
+//     resources is refused, copying nothing. A source state without
+//     resources, an empty one, and state at an absolute path do not block.
+//   - A state file the configuration only reads (a literal local path of a
+//     terraform_remote_state data source, in the component or its local
+//     modules, inside the component dir) is an input: it is copied and
+//     refreshed like configuration and is part of Workdir.Digest; an
+//     untouched copy is not counted as instance state by Remove.
+//   - Workdir.CheckState refuses (ErrStateDamaged) a local state file that
+//     is empty or cut off while a backup beside it or the workdir's record
+//     shows the instance had a state, naming the file, the backup and the
+//     recovery steps; it never restores the backup.
 //   - Workdir.Digest identifies exactly what was materialized (files copied
 //     from the source as written, the seeded lock file, generated files):
 //     equal across Prepares if and only if terraform is given the same
 //     configuration.
 //
 // The source set: directories named .terraform, .git and
-// terraform.tfstate.d, state-like files, *.tfplan files, lock files other
-// than the component's own, and anything that is not a regular file are
-// never copied; state-like files found in the source are named in one Info
+// terraform.tfstate.d, state-like files (other than remote-state inputs),
+// *.tfplan files, lock files other than the component's own, and anything
+// that is not a regular file are never copied; state-like files found in the source are named in one Info
 // log record per Prepare. Symlinks are followed: a linked file is
 // materialized as its content, a linked directory (a module directory that
 // is a link, or a modules -> ../shared-modules link) as a real directory at

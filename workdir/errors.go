@@ -28,6 +28,22 @@ var (
 	// replacing something at the new position. The error names both
 	// paths; nothing was overwritten, and the next Prepare tries again.
 	ErrLeftBehind = errors.New("instance data would be left behind")
+
+	// ErrSourceState is wrapped by the error Prepare returns when the
+	// component source holds local state (for the backend the component
+	// uses) that records resources, and the instance has no state of its
+	// own: run as is, the instance would plan to create everything that
+	// state records a second time. It is also wrapped when Spec.AdoptState
+	// cannot adopt that state because the instance already has state
+	// with resources. Use errors.As with *SourceStateError for the files.
+	ErrSourceState = errors.New("component source holds local state")
+
+	// ErrStateDamaged is wrapped by the error Workdir.CheckState returns
+	// when the instance's local state file is empty or cut off while a
+	// backup beside it, or the workdir's own record, shows the instance
+	// had a state: read as is, it would be taken for "no state". Use
+	// errors.As with *DamagedStateError for the files.
+	ErrStateDamaged = errors.New("local state is damaged")
 )
 
 // InputError describes one bad argument. It wraps ErrInvalid.
@@ -92,3 +108,108 @@ func (e *LockedError) Unwrap() []error {
 	}
 	return []error{ErrLocked, e.Err}
 }
+
+// StateFile is one local state file named by an error.
+type StateFile struct {
+	Path string // absolute
+	// Resources is how many resources it records, -1 when the SDK cannot
+	// tell (an OpenTofu encrypted state, a cut-off or unreadable file):
+	// such a state counts as holding resources.
+	Resources int
+}
+
+func (f StateFile) String() string {
+	switch f.Resources {
+	case -1:
+		return f.Path + " (resources unknown: encrypted or unreadable, counted as holding resources)"
+	case 1:
+		return f.Path + " (1 resource)"
+	}
+	return fmt.Sprintf("%s (%d resources)", f.Path, f.Resources)
+}
+
+// SourceStateError is returned by Prepare when the component source holds
+// state of its own for the backend the component uses. It wraps
+// ErrSourceState.
+type SourceStateError struct {
+	Stack, Instance string
+	Source          string      // the component dir
+	Files           []StateFile // the source's state files that record resources
+	// Blocking is set when Spec.AdoptState was given but the instance
+	// already has state with resources there: nothing was adopted.
+	Blocking *StateFile
+}
+
+func (e *SourceStateError) Error() string {
+	var b strings.Builder
+	names := make([]string, len(e.Files))
+	for i, f := range e.Files {
+		names[i] = f.String()
+	}
+	if e.Blocking != nil {
+		fmt.Fprintf(&b, "cannot adopt the component's state %s into instance %s/%s: its own state %s already records resources; "+
+			"nothing was copied (move one of them away, or leave AdoptState unset to keep the instance's own)",
+			strings.Join(names, ", "), e.Stack, e.Instance, e.Blocking)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "component source %s holds local state: %s; instance %s/%s has no state of its own, "+
+		"so it would plan to create all of that again. "+
+		"To make this one instance own that state, prepare it with Spec.AdoptState set (copied once into its workdir, then never again); "+
+		"if the state belongs to no instance run here, or another instance adopted it already, move it out of the component dir",
+		e.Source, strings.Join(names, ", "), e.Stack, e.Instance)
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrSourceState) true.
+func (e *SourceStateError) Unwrap() error { return ErrSourceState }
+
+// DamagedStateError is returned by Workdir.CheckState when the instance's
+// local state file is empty or cut off while the instance had a state. It
+// wraps ErrStateDamaged.
+type DamagedStateError struct {
+	File   string // the damaged state file
+	Empty  bool   // 0 bytes (or only whitespace) rather than cut off
+	Backup string // the backup beside it, "" when there is none
+	// Lineage and Serial are of the last complete state the workdir saw
+	// at File ("" and 0 when it saw none).
+	Lineage string
+	Serial  uint64
+}
+
+func (e *DamagedStateError) Error() string {
+	var b strings.Builder
+	what := "is cut off (not a complete state document)"
+	if e.Empty {
+		what = "is empty"
+	}
+	fmt.Fprintf(&b, "%v: %s %s, but this instance had a state", ErrStateDamaged, e.File, what)
+	var shown []string
+	if e.Backup != "" {
+		shown = append(shown, "the backup "+e.Backup)
+	}
+	if e.Lineage != "" {
+		shown = append(shown, fmt.Sprintf("the workdir's record of lineage %s, serial %d", e.Lineage, e.Serial))
+	}
+	switch len(shown) {
+	case 1:
+		fmt.Fprintf(&b, " (as %s shows)", shown[0])
+	case 2:
+		fmt.Fprintf(&b, " (as %s and %s show)", shown[0], shown[1])
+	}
+	b.WriteString("; most likely a run was killed while writing it. Nothing will run against it: it would be read as no state and everything created again. ")
+	if e.Backup != "" {
+		fmt.Fprintf(&b, "The backup is not restored automatically: it is the state from before the interrupted run and lacks whatever that run created. "+
+			"To recover: 1. keep the damaged file: mv %[1]s %[1]s.damaged; "+
+			"2. cp %[2]s %[1]s; "+
+			"3. plan: whatever the interrupted run created is missing from that state, so find each such object (the run's log names them) and import it, or delete it; "+
+			"4. run again. ", e.File, e.Backup)
+	} else {
+		fmt.Fprintf(&b, "There is no backup to start from: keep the damaged file (mv %[1]s %[1]s.damaged), "+
+			"put a complete copy of the state at %[1]s (from your own copies, or rebuilt by importing each object), then run again. ", e.File)
+	}
+	fmt.Fprintf(&b, "Only if the instance manages nothing any more, delete %s and its backup to start with no state", e.File)
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrStateDamaged) true.
+func (e *DamagedStateError) Unwrap() error { return ErrStateDamaged }

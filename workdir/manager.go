@@ -46,6 +46,19 @@ type Spec struct {
 	Instance string            // full instance path, "elasticache/redis-cluster-1"
 	Source   string            // component root module dir
 	Files    map[string][]byte // generated files, relative to the component dir: backend.tf.json, NAME.tfvars.json, ...
+	// AdoptState makes this instance the owner of the local state the
+	// component source holds for the backend it uses (the local backend's
+	// path, terraform.tfstate by default, and each workspace's file under
+	// its workspace_dir; see ErrSourceState): Prepare copies those files
+	// once, atomically and under the instance lock, to the same places in
+	// the workdir, and records the adoption. From then on the state is
+	// the instance's own: later Prepares never copy it again, set or not.
+	// Adoption is refused (ErrSourceState, nothing copied) when the
+	// instance already has state that records resources at one of those
+	// places. Set it for one instance only: twelve instances adopting one
+	// state would each manage the same infrastructure. After adopting,
+	// move the state out of the component dir.
+	AdoptState bool
 }
 
 // Workdir is a prepared instance working directory. It holds the instance
@@ -225,6 +238,15 @@ func (m *Manager) checkRoot(given, source string) error {
 // s.Files. The returned Workdir holds the lock until Close. When s is
 // invalid Prepare returns an error wrapping ErrInvalid and writes nothing;
 // when the lock is not acquired before ctx ends it returns a *LockedError.
+//
+// When the component source holds local state that records resources for
+// the backend the component uses, and the instance has no state of its
+// own, Prepare returns a *SourceStateError (wrapping ErrSourceState)
+// naming the files and how many resources each records, unless
+// s.AdoptState asks to adopt that state into this instance (see Spec). A
+// state file the configuration only reads (a local
+// terraform_remote_state path inside the component) is an input: it is
+// copied like configuration.
 func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 	c, err := m.check(s)
 	if err != nil {
@@ -246,9 +268,14 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}
 	home := filepath.Join(m.root, id)
+	dir := filepath.Join(home, srcDir, filepath.FromSlash(st.Component))
+	b, _ := modtree.ReadBackend(dir, nil) // the workdir's copy, generated files included; unreadable: terraform reports it
+	if err := m.sourceState(ctx, id, s.Stack, s.Instance, home, dir, c.source, b, s.AdoptState); err != nil {
+		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
+	}
 	return &Workdir{
 		ID:       id,
-		Dir:      filepath.Join(home, srcDir, filepath.FromSlash(st.Component)),
+		Dir:      dir,
 		DataDir:  filepath.Join(home, metaDir, dataDir),
 		Home:     home,
 		LockFile: lk.path,

@@ -54,7 +54,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	}
 
 	lay := discover(ctx, m.log, source)
-	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(in.backend, lay.component))
+	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(in.backend, lay.component), inputsOf(lay.reads, lay.component, in.backend))
 	if err != nil {
 		return nil, err
 	}
@@ -128,14 +128,14 @@ func (m *Manager) noteSkipped(ctx context.Context, id string, set *scan) {
 // generated names is unchanged, so only generated contents may need
 // rewriting. It reads the source but copies nothing.
 func (m *Manager) warm(ctx context.Context, home string, old *stamp, in input) (*stamp, *scan, bool, error) {
-	if old == nil || !old.Complete || old.Source != in.source || old.Materialized == "" || !stillMissing(old.Missing) {
+	if old == nil || !old.Complete || old.Source != in.source || old.Materialized == "" || !old.ReadsKnown || !stillMissing(old.Missing) {
 		return nil, nil, false, nil
 	}
 	gen := genPaths(old.Component, in.files)
 	if !slices.Equal(gen, old.Generated) {
 		return nil, nil, false, nil
 	}
-	set, err := collect(ctx, old.Base, old.Dirs, m.realRoot, statePathsOf(in.backend, old.Component))
+	set, err := collect(ctx, old.Base, old.Dirs, m.realRoot, statePathsOf(in.backend, old.Component), inputsOf(old.Reads, old.Component, in.backend))
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, nil, false, cerr
 	}
@@ -201,7 +201,7 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 
 	next := &stamp{
 		Source: in.source, Base: lay.base, Component: lay.component, Dirs: lay.dirs, Missing: lay.missing,
-		Files: newFiles, Generated: gen,
+		Files: newFiles, Generated: gen, Reads: lay.reads, ReadsKnown: true,
 	}
 	if old != nil {
 		next.SeedLock = old.SeedLock
@@ -275,6 +275,7 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 		}
 	}
 
+	inputs := inputsOf(lay.reads, lay.component, in.backend)
 	buf := make([]byte, 32<<10)
 	var written []entry // what this build leaves materialized from the source
 	for i := range ents {
@@ -299,6 +300,12 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 			}
 		}
 		written = append(written, *e)
+		if inputs[e.rel] {
+			if next.Inputs == nil {
+				next.Inputs = map[string]string{}
+			}
+			next.Inputs[e.rel] = hex.EncodeToString(e.sum[:])
+		}
 	}
 
 	if seed != nil {

@@ -15,7 +15,7 @@ var component = map[string]string{
 	"variables.tf":          `variable "v" { default = 1 }`,
 	"templates/user.tpl":    "hello ${name}",
 	".terraform.lock.hcl":   "# seed v1\n",
-	"terraform.tfstate":     "someone's stray state in the source",
+	"terraform.tfstate":     `{"version":4,"serial":1,"lineage":"someone's stray state in the source","resources":[]}`, // no resources: does not block
 	"plan.tfplan":           "stray plan",
 	".terraform/junk":       "stray data dir",
 	".git/HEAD":             "ref: refs/heads/main",

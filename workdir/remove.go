@@ -2,7 +2,7 @@ package workdir
 
 import (
 	"context"
-	"encoding/json"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -83,10 +83,16 @@ func (m *Manager) remove(id string, force bool) error {
 // configuration in the workdir (generated files included). A backup
 // counts as much as the state itself: an emptied terraform.tfstate beside
 // a backup that records resources still means infrastructure may exist.
+// A state the SDK cannot read (an OpenTofu encrypted state, a cut-off
+// file) counts as recording resources. A state file copied from the
+// source because the configuration reads it (a local
+// terraform_remote_state) is the source's, not the instance's, as long
+// as the copy is untouched.
 func findState(home string) ([]string, error) {
 	src := filepath.Join(home, srcDir)
 	comp := "."
-	if st := readStamp(home); st != nil && st.Component != "" {
+	st := readStamp(home)
+	if st != nil && st.Component != "" {
 		comp = st.Component
 	}
 	b, _ := modtree.ReadBackend(filepath.Join(src, filepath.FromSlash(comp)), nil)
@@ -112,8 +118,12 @@ func findState(home string) ([]string, error) {
 		}
 		rel = filepath.ToSlash(rel)
 		name := de.Name()
-		isState := stateLike(name) || owned.files[rel] ||
-			owned.has(rel) && b.Local() && (name == stateName || name == stateName+".backup")
+		isState := (stateLike(name) || owned.files[rel] ||
+			owned.has(rel) && b.Local() && (name == stateName || name == stateName+".backup")) &&
+			!strings.HasSuffix(name, ".lock.info") // the local backend's lock, not state
+		if isState && st != nil && st.Inputs[rel] != "" && fileSHA(p) == st.Inputs[rel] {
+			return nil // an untouched copy of a state the configuration reads: the source's
+		}
 		if isState && de.Type().IsRegular() && hasResources(p) {
 			found = append(found, p)
 		}
@@ -121,19 +131,18 @@ func findState(home string) ([]string, error) {
 	})
 	return found, err
 }
-func hasResources(p string) bool {
-	b, err := os.ReadFile(p)
+
+// fileSHA is the lowercase hex SHA-256 of the regular file p, "" when it
+// cannot be read.
+func fileSHA(p string) string {
+	sum, _, err := fileSum(context.Background(), p, make([]byte, 32<<10))
 	if err != nil {
-		return true
+		return ""
 	}
-	if len(b) == 0 {
-		return false
-	}
-	var st struct {
-		Resources []json.RawMessage `json:"resources"`
-	}
-	if json.Unmarshal(b, &st) != nil {
-		return true
-	}
-	return len(st.Resources) > 0
+	return hex.EncodeToString(sum[:])
 }
+
+// hasResources reports whether the state file at p must be kept: it
+// records resources, or the SDK cannot tell (an OpenTofu encrypted
+// state, a cut-off or unreadable file).
+func hasResources(p string) bool { return readState(p).mayHoldResources() }

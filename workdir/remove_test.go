@@ -23,6 +23,9 @@ func TestRemoveRefusesAnyStateWithResources(t *testing.T) {
 		{"workspace state", "", map[string]string{"terraform.tfstate.d/blue/terraform.tfstate": withRes}, "blue/terraform.tfstate"},
 		{"backend path", `{"terraform": {"backend": {"local": {"path": "state/current.json"}}}}`,
 			map[string]string{"state/current.json": withRes}, "state/current.json"},
+		{"opentofu encrypted state", "", map[string]string{"terraform.tfstate": `{"serial":1,"lineage":"l","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"AAAA","encryption_version":"v0"}`}, "terraform.tfstate"},
+		{"cut-off state", "", map[string]string{"terraform.tfstate": `{"version":4,"serial":3,"resources":[{"mode":"managed","ty`}, "terraform.tfstate"},
+		{"legacy state", "", map[string]string{"terraform.tfstate": `{"version":3,"serial":1,"modules":[{"path":["root"],"resources":{"aws_x.y":{}}}]}`}, "terraform.tfstate"},
 		{"backend workspace_dir", `{"terraform": {"backend": {"local": {"path": "s.json", "workspace_dir": "envs"}}}}`,
 			map[string]string{"envs/green/s.json": withRes}, "envs/green/s.json"},
 	} {

@@ -114,12 +114,13 @@ type scan struct {
 
 // collector walks the source set.
 type collector struct {
-	ctx   context.Context
-	root  string // the manager's root, symlinks resolved: never entered
-	owned statePaths
-	buf   []byte
-	seen  map[string]bool
-	set   scan
+	ctx    context.Context
+	root   string // the manager's root, symlinks resolved: never entered
+	owned  statePaths
+	inputs map[string]bool // state-like files read as inputs: copied
+	buf    []byte
+	seen   map[string]bool
+	set    scan
 }
 
 // collect walks dirs (slash paths relative to base) and returns every
@@ -129,9 +130,12 @@ type collector struct {
 // must exist in the workdir for terraform to read it), except links that
 // lead back to a directory on their own path (a loop) and anything inside
 // root (the manager's root, symlinks resolved), in case it lies in the
-// source. Nothing but regular files is ever opened.
-func collect(ctx context.Context, base string, dirs []string, root string, owned statePaths) (*scan, error) {
-	c := &collector{ctx: ctx, root: root, owned: owned, buf: make([]byte, 32<<10), seen: map[string]bool{}}
+// source. Nothing but regular files is ever opened. State-like files are
+// left out, except inputs (slash paths under base: state files the
+// configuration reads through a local terraform_remote_state, see
+// inputsOf), which are taken like any other file.
+func collect(ctx context.Context, base string, dirs []string, root string, owned statePaths, inputs map[string]bool) (*scan, error) {
+	c := &collector{ctx: ctx, root: root, owned: owned, inputs: inputs, buf: make([]byte, 32<<10), seen: map[string]bool{}}
 	for _, d := range dirs {
 		top := filepath.Join(base, filepath.FromSlash(d))
 		real, err := filepath.EvalSymlinks(top)
@@ -195,11 +199,12 @@ func (c *collector) walk(real, rel string, stack []string) error {
 				return err
 			}
 		case fi.Mode().IsRegular():
-			if stateLike(name) || c.owned.has(r) {
+			input := c.inputs[r] && !c.owned.has(r)
+			if !input && (stateLike(name) || c.owned.has(r)) {
 				c.set.state = append(c.set.state, p)
 				continue
 			}
-			if instanceOwned(name) || c.seen[r] {
+			if !input && instanceOwned(name) || c.seen[r] {
 				continue
 			}
 			sum, size, err := fileSum(c.ctx, p, c.buf)

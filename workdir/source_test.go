@@ -12,7 +12,9 @@ import (
 
 // State left in the source by someone who ran terraform there is never
 // copied (and said so, once per Prepare), and the instance's own state of
-// the same names is never overwritten or deleted by a refresh.
+// the same names is never overwritten or deleted by a refresh. (The
+// backend's own places hold states without resources here: with
+// resources, Prepare refuses; see TestSourceStateRefusedUntilAdopted.)
 func TestSourceStateIsNeverCopied(t *testing.T) {
 	src := t.TempDir()
 	writeTree(t, src, map[string]string{
@@ -26,10 +28,10 @@ terraform {
 }`,
 		"prod.tfstate":               `{"resources":[{"source":"someone's"}]}`,
 		"prod.tfstate.backup":        `{"resources":[{"source":"someone's"}]}`,
-		"state/current.json":         `{"resources":[{"source":"someone's"}]}`,
+		"state/current.json":         `{"version":4,"lineage":"someone's","resources":[]}`,
 		"state/current.json.backup":  `{"resources":[{"source":"someone's"}]}`,
 		"state/README.md":            "not state",
-		"envs/blue/current.json":     `{"resources":[{"source":"someone's"}]}`,
+		"envs/blue/current.json":     `{"version":4,"lineage":"someone's","resources":[]}`,
 		"terraform.tfstate.d/x/s":    "ws",
 		"sub/terraform.tfstate":      "nested",
 		"sub/old.tfstate.1700000000": "timestamped backup",

@@ -34,6 +34,14 @@ type stamp struct {
 	// (copied files and the seeded lock file, as written). Stamps from
 	// before it existed lack it and are rebuilt once.
 	Materialized string `json:"materialized,omitempty"`
+	// Reads are the component's local terraform_remote_state paths,
+	// relative to it; ReadsKnown is set by builds that look for them
+	// (stamps from before are rebuilt once). Inputs maps each state file
+	// copied as such an input (slash path under src/) to the SHA-256 of
+	// the copy: an untouched copy is the source's, not the instance's.
+	Reads      []string          `json:"reads,omitempty"`
+	ReadsKnown bool              `json:"reads_known,omitempty"`
+	Inputs     map[string]string `json:"inputs,omitempty"`
 }
 
 // digest is Workdir.Digest: what the build materialized from the source

@@ -79,10 +79,45 @@ var (
 // string; settings given on the command line (-backend-config) are not
 // seen.
 func ReadBackend(dir string, overlay map[string][]byte) (Backend, error) {
+	files, err := readConfigFiles(dir, overlay)
+	if err != nil {
+		return Backend{}, fmt.Errorf("read backend of %s: %w", dir, err)
+	}
+	primary, override := splitOverrides(files)
+	var out Backend
+	p := hclparse.NewParser()
+	for i, n := range append(primary, override...) {
+		isOverride := i >= len(primary)
+		path := filepath.Join(dir, n)
+		f := parseFile(p, path, files[n])
+		if f == nil {
+			continue // a file that does not parse declares no backend we could honour
+		}
+		got, found, err := backendIn(f, path)
+		if err != nil {
+			return Backend{}, err
+		}
+		if !found {
+			continue
+		}
+		if !isOverride && out.File != "" {
+			return Backend{}, fmt.Errorf("%w: %s and %s both declare a backend", ErrBackend, out.File, path)
+		}
+		out = got
+	}
+	return out, nil
+}
+
+// readConfigFiles reads the configuration files of the module in dir the
+// way terraform takes them (*.tf and *.tf.json, hidden and editor backup
+// files ignored, only regular files opened), with overlay's files (by
+// base name; names with a directory part ignored) replacing or adding to
+// them.
+func readConfigFiles(dir string, overlay map[string][]byte) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return Backend{}, fmt.Errorf("read backend of %s: %w", dir, err)
+		return nil, err
 	}
 	for _, de := range ents {
 		n := de.Name()
@@ -99,7 +134,7 @@ func ReadBackend(dir string, overlay map[string][]byte) (Backend, error) {
 		b, err := io.ReadAll(fh)
 		fh.Close()
 		if err != nil {
-			return Backend{}, fmt.Errorf("read backend of %s: %w", dir, err)
+			return nil, err
 		}
 		files[n] = b
 	}
@@ -108,7 +143,12 @@ func ReadBackend(dir string, overlay map[string][]byte) (Backend, error) {
 			files[n] = b
 		}
 	}
-	var primary, override []string
+	return files, nil
+}
+
+// splitOverrides returns the primary and the override files' names,
+// each sorted.
+func splitOverrides(files map[string][]byte) (primary, override []string) {
 	for n := range files {
 		base := strings.TrimSuffix(strings.TrimSuffix(n, ".json"), ".tf")
 		if base == "override" || strings.HasSuffix(base, "_override") {
@@ -119,37 +159,23 @@ func ReadBackend(dir string, overlay map[string][]byte) (Backend, error) {
 	}
 	sort.Strings(primary)
 	sort.Strings(override)
+	return primary, override
+}
 
-	var out Backend
-	p := hclparse.NewParser()
-	for i, n := range append(primary, override...) {
-		isOverride := i >= len(primary)
-		path := filepath.Join(dir, n)
-		var f *hcl.File
-		var diags hcl.Diagnostics
-		if strings.HasSuffix(n, ".json") {
-			f, diags = p.ParseJSON(files[n], path)
-		} else {
-			f, diags = p.ParseHCL(files[n], path)
-		}
-		if f == nil || diags.HasErrors() {
-			// terraform reports syntax errors far better; a file that
-			// does not parse declares no backend we could honour.
-			continue
-		}
-		got, found, err := backendIn(f, path)
-		if err != nil {
-			return Backend{}, err
-		}
-		if !found {
-			continue
-		}
-		if !isOverride && out.File != "" {
-			return Backend{}, fmt.Errorf("%w: %s and %s both declare a backend", ErrBackend, out.File, path)
-		}
-		out = got
+// parseFile parses one configuration file, nil when it does not parse
+// (terraform reports syntax errors far better).
+func parseFile(p *hclparse.Parser, path string, b []byte) *hcl.File {
+	var f *hcl.File
+	var diags hcl.Diagnostics
+	if strings.HasSuffix(path, ".json") {
+		f, diags = p.ParseJSON(b, path)
+	} else {
+		f, diags = p.ParseHCL(b, path)
 	}
-	return out, nil
+	if f == nil || diags.HasErrors() {
+		return nil
+	}
+	return f
 }
 
 // backendIn returns the backend or cloud block declared in f, if any.

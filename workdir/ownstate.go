@@ -1,0 +1,136 @@
+package workdir
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/modtree"
+)
+
+// sourceState handles state the component source holds for the backend the
+// component uses (the local backend: its path, terraform.tfstate by
+// default, and each workspace's file under its workspace_dir), read from
+// source. dir is the component in the instance's workdir and b its
+// backend, generated files included. The caller holds the instance lock.
+//
+//   - A source whose state files record no resources (or that has none) is
+//     not the instance's concern: nothing happens.
+//   - An instance that adopted once owns its state: nothing is ever copied
+//     again.
+//   - Without adopt, an instance with no state of its own is refused with a
+//     *SourceStateError naming the files and their resource counts; an
+//     instance that has (or had) state of its own goes on.
+//   - With adopt, every non-empty state file of the source is copied to the
+//     same place in the workdir, atomically, then the adoption is recorded;
+//     an instance state there that records resources from another lineage
+//     stops it before anything is copied.
+func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, dir, source string, b modtree.Backend, adopt bool) error {
+	type found struct {
+		place string // as statePlaces names it
+		path  string // in the source
+		data  []byte
+		st    stateFile
+	}
+	var all []found
+	var files []StateFile
+	for _, p := range statePlaces(source, b) {
+		if filepath.IsAbs(filepath.FromSlash(p)) {
+			continue // the same file for the source and every instance: nobody's to copy
+		}
+		sp := placeIn(source, p)
+		data, st := readStateBytes(sp)
+		if !st.exists || st.empty() {
+			continue
+		}
+		all = append(all, found{place: p, path: sp, data: data, st: st})
+		if st.mayHoldResources() {
+			files = append(files, StateFile{Path: sp, Resources: st.resourceCount()})
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	rec := readStateRecord(home)
+	if len(rec.Adopted) > 0 {
+		return nil // adopted once: the instance's state is its own from then on
+	}
+	serr := &SourceStateError{Stack: stack, Instance: instance, Source: source, Files: files}
+	if !adopt {
+		if hasOwnState(dir, b, rec) {
+			return nil
+		}
+		return serr
+	}
+
+	// Check every place before copying anything.
+	srcRoot := filepath.Join(home, srcDir)
+	now := time.Now().UTC()
+	var todo []found
+	for _, f := range all {
+		dst := placeIn(dir, f.place)
+		if !within(srcRoot, dst) {
+			return fmt.Errorf("adopt %s: its place in the workdir, %s, lies outside the instance's workdir %s", f.path, dst, srcRoot)
+		}
+		own := readState(dst)
+		switch {
+		case own.exists && !own.empty() && own.lineage != "" && own.lineage == f.st.lineage:
+			// Copied by an adoption killed before it was recorded.
+		case own.exists && !own.empty() && !f.st.mayHoldResources():
+			continue // nothing to adopt there; the instance's own file stays
+		case own.mayHoldResources():
+			serr.Blocking = &StateFile{Path: dst, Resources: own.resourceCount()}
+			return serr
+		case own.empty() && readState(dst+".backup").mayHoldResources():
+			serr.Blocking = &StateFile{Path: dst + ".backup", Resources: readState(dst + ".backup").resourceCount()}
+			return serr
+		default:
+			todo = append(todo, f)
+		}
+		sum := sha256.Sum256(f.data)
+		rec.Adopted = append(rec.Adopted, adoptedState{Source: f.path, Path: f.place, SHA256: hex.EncodeToString(sum[:]),
+			Lineage: f.st.lineage, Serial: f.st.serial, Resources: f.st.resourceCount(), Time: now})
+	}
+	for _, f := range todo {
+		dst := placeIn(dir, f.place)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("adopt %s: %w", f.path, err)
+		}
+		// State holds secrets as terraform renders them: owner only.
+		if err := atomicfile.WriteFile(dst, f.data, 0o600); err != nil {
+			return fmt.Errorf("adopt %s: %w", f.path, err)
+		}
+	}
+	// Recorded last: a kill before this leaves copies the next adoption
+	// recognises by lineage, never a record without its copies.
+	if err := writeStateRecord(home, rec); err != nil {
+		return fmt.Errorf("adopt the component's state: %w", err)
+	}
+	for _, f := range todo {
+		m.log.InfoContext(ctx, "adopted the component's state into the instance", "id", id, "from", f.path, "to", placeIn(dir, f.place), "resources", f.st.resourceCount())
+	}
+	return nil
+}
+
+// hasOwnState reports whether the instance has, or had, state of its own
+// at the places its backend uses: a state file or a backup with content,
+// or a record of one.
+func hasOwnState(dir string, b modtree.Backend, rec stateRecord) bool {
+	if len(rec.Seen) > 0 || len(rec.Adopted) > 0 {
+		return true
+	}
+	for _, p := range statePlaces(dir, b) {
+		abs := placeIn(dir, p)
+		for _, f := range []string{abs, abs + ".backup"} {
+			if s := readState(f); s.exists && !s.empty() {
+				return true
+			}
+		}
+	}
+	return false
+}
