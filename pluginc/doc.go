@@ -68,13 +68,14 @@
 //     entry, and once it has seen one the entry is gone, so CLIConfig no
 //     longer points Terraform at it. A Package's hashes, and so LockFile,
 //     come only from a verified install.
-//   - Only the effective user (or root) writes the cache. Open, and every
-//     use of an entry, refuse with an *UnsafePathError (ErrUnsafePath)
-//     naming the path, its owner and its mode, a cache root, a dir above
-//     it or a dir on the way to an entry or a record that another user
-//     owns or that its group or others can write to, as ssh and gpg
-//     refuse such dirs; a dir above the root may be sticky and writable
-//     by all, as /tmp is, the root never. Dirs and files the cache
+//   - Only the effective user (or root) writes the cache. Open refuses a
+//     cache root, or a dir above it, that another user owns or that its
+//     group or others can write to, as ssh and gpg refuse such dirs (a
+//     dir above the root may be sticky and writable by all, as /tmp is;
+//     the root never), and every use of an entry checks the root and
+//     every dir on the way to the entry and to its record the same way.
+//     The refusal is an *UnsafePathError (ErrUnsafePath) naming the
+//     path, its owner and its mode, and the option that allows sharing. Dirs and files the cache
 //     creates are closed to others whatever the umask. A host that wants
 //     to share one cache with a group opts in with WithSharedGroup, which
 //     says what the group can then do; in that mode no record is

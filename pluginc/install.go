@@ -53,11 +53,12 @@ func (c *Cache) lockPath(p Provider, v *version.Version, plat string) string {
 // cache (WithSharedGroup) no record is believed: an entry is used only
 // once this process has verified it against its source.
 func (c *Cache) ensurePackage(ctx context.Context, p Provider, v *version.Version, plat string) (Package, error) {
-	if pkg, ok := c.provenPackage(p, v, plat); ok {
-		c.hits.Add(1)
-		return pkg, nil
-	}
-	if !c.trust.shared {
+	if c.trust.shared {
+		if pkg, ok := c.provenPackage(p, v, plat); ok {
+			c.hits.Add(1)
+			return pkg, nil
+		}
+	} else {
 		e := c.check(p, v, plat)
 		if e.err != nil {
 			return Package{}, e.err
@@ -189,7 +190,7 @@ func (c *Cache) install(ctx context.Context, p Provider, v *version.Version, pla
 	// processes hold "the" lock on different inodes.
 	defer lk.Unlock()
 
-	if pkg, ok := c.provenPackage(p, v, plat); ok {
+	if pkg, ok := c.provenPackage(p, v, plat); ok && c.trust.shared {
 		return installResult{pkg: pkg}, nil // another caller of this process verified it meanwhile
 	}
 	e := c.check(p, v, plat)
