@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -34,37 +34,27 @@ type Requirement struct {
 	Locked string
 	// LockedHashes, when set, are the lock file's hashes for Locked; a
 	// package matching none of them is refused (ErrChecksum), as
-	// terraform init refuses it.
+	// terraform init refuses it. They are matched against the h1: of the
+	// package's files, hashed by this process, or the zh: of a zip this
+	// process downloaded and verified, never against an install record's
+	// claim; the Package returned keeps every one of them in Hashes.
 	LockedHashes []string
 }
 
 // Package is one installed provider package.
 type Package struct {
-	Provider    Provider
-	Version     string
-	Platform    string   // OS_ARCH
-	Dir         string   // the unpacked package inside the cache
-	Hashes      []string // lock file hashes: h1: of this package, zh: of all platforms when signed
-	Constraints string   // the requirement's constraints in canonical form, for LockFile
+	Provider Provider
+	Version  string
+	Platform string // OS_ARCH
+	Dir      string // the unpacked package inside the cache
+	// Hashes are the lock file hashes: h1: of this package and zh: of all
+	// platforms when signed, as verified at install (in a shared cache:
+	// by this process); for a requirement with LockedHashes, those
+	// hashes, every one, plus only what this process verified.
+	Hashes      []string
+	Constraints string // the requirement's constraints in canonical form, for LockFile
 
-	zipHash string // zh: of the zip this package came from, if known
-}
-
-// matches reports whether the package is one of the locked hashes: its own
-// h1: or the zh: of the very zip it came from, as Terraform checks it.
-func (p Package) matches(locked []string) bool {
-	h1 := ""
-	for _, h := range p.Hashes {
-		if strings.HasPrefix(h, "h1:") {
-			h1 = h
-		}
-	}
-	for _, l := range locked {
-		if l == h1 || (p.zipHash != "" && l == p.zipHash) {
-			return true
-		}
-	}
-	return false
+	zipHash string // zh: of the zip this package came from, by its record or this process's own download; see matchLock for what counts
 }
 
 // Stats counts what a Cache did since Open.
@@ -74,13 +64,20 @@ type Stats struct {
 	Hits      int64 // package requests answered from the cache or by another caller's install
 	Waits     int64 // times a package lock was held by another process and had to be waited for
 	Retries   int64 // HTTP requests retried after a timeout, a broken transfer, 429 or 5xx
-	Repairs   int64 // damaged cache entries (or entries without their install record) replaced by a fresh download
+	Repairs   int64 // damaged cache entries (or entries without an install record the cache can prove it wrote) replaced by a fresh download
+	// Verifies counts cached entries compared with a fresh, verified
+	// download from their source: every entry's first use in a process
+	// of a shared cache (WithSharedGroup), and an entry whose files match
+	// none of a lock file's hashes.
+	Verifies int64
 }
 
 // Cache is a provider cache in a directory shared by any number of
 // processes. Its methods are safe for concurrent use.
 type Cache struct {
 	dir       string
+	trust     trust
+	lockPerm  os.FileMode // of package lock files
 	sources   []Source
 	platforms []string
 	env       *fetchEnv
@@ -90,13 +87,14 @@ type Cache struct {
 
 	mu       sync.Mutex
 	listings map[Provider]*listing // successful listings, kept for the Cache's life
+	proofs   map[string]proof      // by pkgKey: what this process verified itself
 
 	// In-process deduplication: one listing per provider, one install per
 	// package key at a time.
 	listFlights    flight.Group[*listing]
 	installFlights flight.Group[installResult]
 
-	downloads, bytes, hits, waits, retries, repairs atomic.Int64
+	downloads, bytes, hits, waits, retries, repairs, verifies atomic.Int64
 
 	// testHookUnpacking, when set, runs after the first file of a package
 	// has been unpacked into its temp dir. Tests use it to kill a process
@@ -111,7 +109,13 @@ type listing struct {
 	from     map[string]int // version -> index of the first source that offers it
 }
 
-// Open opens (creating if needed) the cache rooted at dir.
+// Open opens (creating if needed) the cache rooted at dir. The root, every
+// dir above it and every dir in it must be owned by the effective user or
+// root and writable by no one else (a dir above the root may be sticky
+// and writable by all, as /tmp is); otherwise Open, or the use that finds
+// such a dir, fails with an *UnsafePathError naming it, its owner and its
+// mode. WithSharedGroup relaxes this for one group, on purpose. On
+// platforms without Unix owners and modes (Windows) nothing is checked.
 func Open(dir string, opts ...Option) (*Cache, error) {
 	if dir == "" {
 		return nil, errors.New("pluginc: open cache: empty directory")
@@ -132,8 +136,28 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pluginc: open cache %s: %w", dir, err)
 	}
+	tr := trust{euid: geteuid(), shared: cfg.shared, gid: cfg.gid}
+	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return nil, fmt.Errorf("pluginc: open cache %s: %w", dir, err)
+		}
+		if tr.shared {
+			if err := setGroup(abs, tr.gid); err != nil {
+				return nil, fmt.Errorf("pluginc: open cache %s: share it with group %d: %w", dir, tr.gid, err)
+			}
+		}
+	}
+	// Checked after creating it: whoever made it first, it is checked as
+	// it is now.
+	if err := tr.checkRoot(abs); err != nil {
+		return nil, fmt.Errorf("pluginc: open cache %s: %w", dir, err)
+	}
+	c := &Cache{dir: abs, trust: tr, lockPerm: 0o600}
+	if tr.shared {
+		c.lockPerm = 0o644 // flock opens lock files read-only
+	}
 	for _, sub := range []string{"locks", "tmp", "meta"} {
-		if err := os.MkdirAll(filepath.Join(abs, stateDir, sub), 0o755); err != nil {
+		if err := c.mkdirs(filepath.Join(stateDir, sub)); err != nil {
 			return nil, fmt.Errorf("pluginc: open cache %s: %w", dir, err)
 		}
 	}
@@ -149,16 +173,14 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 	if cfg.log == nil {
 		cfg.log = slog.New(slog.DiscardHandler)
 	}
-	c := &Cache{
-		dir:            abs,
-		sources:        cfg.sources,
-		platforms:      cfg.platforms,
-		log:            cfg.log,
-		maxUnpack:      cfg.maxUnpack,
-		listings:       map[Provider]*listing{},
-		listFlights:    flight.Group[*listing]{Forget: true},
-		installFlights: flight.Group[installResult]{Forget: true},
-	}
+	c.sources = cfg.sources
+	c.platforms = cfg.platforms
+	c.log = cfg.log
+	c.maxUnpack = cfg.maxUnpack
+	c.listings = map[Provider]*listing{}
+	c.proofs = map[string]proof{}
+	c.listFlights = flight.Group[*listing]{Forget: true}
+	c.installFlights = flight.Group[installResult]{Forget: true}
 	c.env = &fetchEnv{client: cfg.client, log: cfg.log, env: cfg.getenv, cli: cfg.cli, lim: cfg.net, retries: &c.retries}
 	c.sweepAll()
 	return c, nil
@@ -170,7 +192,7 @@ func (c *Cache) Dir() string { return c.dir }
 // Stats returns the counters since Open.
 func (c *Cache) Stats() Stats {
 	return Stats{Downloads: c.downloads.Load(), Bytes: c.bytes.Load(), Hits: c.hits.Load(), Waits: c.waits.Load(),
-		Retries: c.retries.Load(), Repairs: c.repairs.Load()}
+		Retries: c.retries.Load(), Repairs: c.repairs.Load(), Verifies: c.verifies.Load()}
 }
 
 // Ensure makes every requirement available in the cache for every
@@ -228,9 +250,10 @@ func (c *Cache) Ensure(ctx context.Context, reqs ...Requirement) ([]Package, err
 				if err != nil {
 					return err
 				}
-				if len(r.LockedHashes) > 0 && !p.matches(r.LockedHashes) {
-					return &InstallError{Provider: r.Provider, Version: p.Version, Platform: plat, URL: p.Dir,
-						Err: fmt.Errorf("%w: the package's hashes %s match none recorded in the lock file", ErrChecksum, strings.Join(p.Hashes, ", "))}
+				if len(r.LockedHashes) > 0 {
+					if p, err = c.matchLock(gctx, p, v, r.LockedHashes); err != nil {
+						return err
+					}
 				}
 				p.Constraints = plans[i].cs.String()
 				pkgs[j] = p

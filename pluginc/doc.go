@@ -57,15 +57,39 @@
 //     package's flock and, if names, sizes, modes and SHA-256 all match,
 //     the record takes the new stamps. Anything else (a file deleted,
 //     added, truncated, replaced (by a symlink too) or chmodded; a record
-//     missing, as after a
-//     cache restore that skipped hidden files, or unreadable) gets the
-//     entry removed and installed afresh from its source under the flock,
+//     missing, as after a cache restore that skipped hidden files, or
+//     unreadable; a record the cache cannot prove it wrote: one without
+//     per-file entries, or one, or a package dir, owned by another user
+//     or writable by others) gets the entry removed and installed afresh
+//     from its source under the flock, never upgraded in place,
 //     verified like a first install, and counted in Stats.Repairs (and
 //     Stats.Downloads). If that fails, the error wraps ErrDamagedEntry and
 //     names the entry and what differed. Ensure never hands out a damaged
 //     entry, and once it has seen one the entry is gone, so CLIConfig no
 //     longer points Terraform at it. A Package's hashes, and so LockFile,
 //     come only from a verified install.
+//   - Only the effective user (or root) writes the cache. Open refuses a
+//     cache root, or a dir above it, that another user owns or that its
+//     group or others can write to, as ssh and gpg refuse such dirs (a
+//     dir above the root may be sticky and writable by all, as /tmp is;
+//     the root never), and every use of an entry checks the root and
+//     every dir on the way to the entry and to its record the same way.
+//     The refusal is an *UnsafePathError (ErrUnsafePath) naming the
+//     path, its owner and its mode, and the option that allows sharing. Dirs and files the cache
+//     creates are closed to others whatever the umask. A host that wants
+//     to share one cache with a group opts in with WithSharedGroup, which
+//     says what the group can then do; in that mode no record is
+//     believed and every entry is verified against its source before its
+//     first use in a process (Stats.Verifies).
+//   - A lock file outweighs every record. A requirement with
+//     LockedHashes (a committed .terraform.lock.hcl) is matched against
+//     the h1: of the entry's files, hashed by this process, or the zh: of
+//     a zip this process downloaded and verified, never against what an
+//     install record claims; an entry that matches neither is verified
+//     against its source and replaced if it is not the source's package.
+//     The Package then has every locked hash, none dropped or replaced,
+//     and besides them only hashes this process verified, so LockFile
+//     never puts a record's hash where a committed one was.
 //   - Nothing blocks without a deadline. Every HTTP request attempt runs
 //     under a watchdog of the cache's own, so the bounds hold with any
 //     client given to WithHTTPClient (even one without timeouts) and a

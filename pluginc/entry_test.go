@@ -168,37 +168,43 @@ func TestRestampedEntry(t *testing.T) {
 	require.Equal(t, 1, in.f.srv.Downloads(in.f.key("1.0.0")))
 }
 
-// TestOldInstallRecord: a record written before per-file records (hashes
-// only) is upgraded after the files hash to its h1:, without a download.
+// TestOldInstallRecord: a record without per-file entries (hashes only,
+// as written before per-file records, or forged: an h1: is easy to make
+// match any files) is never upgraded in place from the files it is
+// meant to vouch for: the entry is refilled by one verified download,
+// whether its files hash to the record's h1: or not.
 func TestOldInstallRecord(t *testing.T) {
-	in := install(t)
-	var m meta
-	b, err := os.ReadFile(in.meta)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &m))
-	old, err := json.Marshal(map[string]any{"hashes": m.Hashes, "zip": m.Zip, "source": m.Source})
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(in.meta, old, 0o644))
-	c := in.f.open(t, in.dir)
-	pkgs, err := c.Ensure(context.Background(), Requirement{Provider: in.f.p})
-	require.NoError(t, err)
-	require.Equal(t, in.pkg, pkgs[0])
-	require.Zero(t, c.Stats().Downloads)
-	b, err = os.ReadFile(in.meta)
-	require.NoError(t, err)
-	var up meta
-	require.NoError(t, json.Unmarshal(b, &up))
-	require.Equal(t, m.Files[0].SHA256, up.Files[0].SHA256)
-
-	// The same old record over a replaced binary: the h1: differs, so it
-	// is reinstalled.
-	require.NoError(t, os.WriteFile(in.meta, old, 0o644))
-	replace(t, in.bin, []byte("evil"))
-	c = in.f.open(t, in.dir)
-	pkgs, err = c.Ensure(context.Background(), Requirement{Provider: in.f.p})
-	require.NoError(t, err)
-	require.Equal(t, in.pkg, pkgs[0])
-	require.Equal(t, int64(1), c.Stats().Repairs)
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, in *installed)
+	}{
+		{"files as installed", func(*testing.T, *installed) {}},
+		{"binary replaced", func(t *testing.T, in *installed) { replace(t, in.bin, []byte("evil")) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := install(t)
+			var m meta
+			require.NoError(t, json.Unmarshal(mustRead(t, in.meta), &m))
+			old, err := json.Marshal(map[string]any{"hashes": m.Hashes, "zip": m.Zip, "source": m.Source})
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(in.meta, old, 0o644))
+			tc.damage(t, in)
+			logs := &logRecorder{}
+			c := in.f.open(t, in.dir, withLog(logs))
+			pkgs, err := c.Ensure(context.Background(), Requirement{Provider: in.f.p})
+			require.NoError(t, err)
+			require.Equal(t, in.pkg, pkgs[0])
+			st := c.Stats()
+			require.Equal(t, int64(1), st.Downloads)
+			require.Equal(t, int64(1), st.Repairs)
+			require.Len(t, logs.find("cache entry does not match what was verified at install; reinstalling it from its source"), 1)
+			require.Empty(t, logs.find("cache entry re-verified against its install record"), "never upgraded in place")
+			require.Equal(t, in.clean, mustRead(t, in.bin))
+			up, err := readMeta(in.meta)
+			require.NoError(t, err)
+			require.Equal(t, m.Files[0].SHA256, up.Files[0].SHA256, "the refilled entry has a full record")
+		})
+	}
 }
 
 // editMeta rewrites the install record in place.

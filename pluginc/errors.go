@@ -3,6 +3,7 @@ package pluginc
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 )
 
 // Sentinel errors. Every error returned by this package that has one of
@@ -43,7 +44,38 @@ var (
 	// or a provider_installation the cache cannot follow. It comes in a
 	// *CLIConfigError naming the file and the line.
 	ErrInvalidCLIConfig = errors.New("invalid CLI config")
+	// ErrUnsafePath: the cache root, a directory above it or a directory
+	// in it that someone other than the effective user or root owns or
+	// can write to (see Open and WithSharedGroup). It comes in an
+	// *UnsafePathError naming the path, its owner and its mode.
+	ErrUnsafePath = errors.New("unsafe cache path")
 )
+
+// UnsafePathError is a path the cache refuses to trust: someone other
+// than the effective user or root (or, with WithSharedGroup, the shared
+// group) owns it or can write to it, so what is in it could be theirs.
+// It wraps ErrUnsafePath.
+type UnsafePathError struct {
+	Path     string
+	UID, GID int         // the path's owner and group
+	Mode     fs.FileMode // the path's type and permission bits
+	Why      string      // what is wrong with it
+	Shared   bool        // whether the cache was opened WithSharedGroup
+}
+
+// Error names the path, its owner, group and mode, what is wrong and
+// what to do about it.
+func (e *UnsafePathError) Error() string {
+	fix := "make it yours and writable by no one else (chown, chmod go-w), use a private dir " +
+		"(such as one under os.UserCacheDir), or share it with a group on purpose with pluginc.WithSharedGroup"
+	if e.Shared {
+		fix = "make it yours or the shared group's and writable by no one else (chown, chgrp, chmod o-w)"
+	}
+	return fmt.Sprintf("%s %s (owner uid %d, group gid %d, mode %s): %s; %s", ErrUnsafePath, e.Path, e.UID, e.GID, e.Mode, e.Why, fix)
+}
+
+// Unwrap returns ErrUnsafePath.
+func (e *UnsafePathError) Unwrap() error { return ErrUnsafePath }
 
 // InstallError says which package failed to install and from where. It
 // wraps the cause (one of the sentinels above, or a context error).

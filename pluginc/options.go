@@ -44,6 +44,8 @@ type config struct {
 	net       netLimits
 	maxUnpack int64
 	cli       cliClient
+	shared    bool
+	gid       int
 }
 
 // cliClient is what the cache takes from a user's CLI config for its own
@@ -270,6 +272,43 @@ func WithMaxUnpackedSize(n int64) Option {
 			return fmt.Errorf("pluginc: WithMaxUnpackedSize: %d is not a positive size", n)
 		}
 		c.maxUnpack = n
+		return nil
+	})
+}
+
+// WithSharedGroup shares the cache with the members of group gid, on
+// purpose. Without it, Open and every use refuse (ErrUnsafePath) a cache
+// root, a dir above it or a dir in it that anyone but the effective user
+// or root owns or can write to, as ssh and gpg refuse such dirs. With it,
+// such a dir is also accepted when its group is gid and others (users
+// outside the group) cannot write to it; a dir above the root may still
+// be sticky and writable by all, as /tmp is, never the root itself.
+//
+// What the group can then do: every member can add, replace and remove
+// entries, install records and lock files, so any member can make
+// installs fail or repeat (deny service), and can plant a package
+// together with a record that matches it. What the group cannot do: get
+// a planted package used. In this mode no record is believed: before the
+// first use of an entry in a process, the cache downloads the package
+// from its source again, verifies it as on a first install (the SHA-256
+// of its zip against the source's signed SHA256SUMS, that is its zh:
+// hash, or a mirror's hashes) and compares the entry's files with it; an
+// entry that differs is replaced by the verified package (Stats.Repairs).
+// Package hashes, and so LockFile, come from that verification only. The
+// cost is that download, once per package per process (Stats.Verifies).
+// Terraform itself re-checks the package against the lock file when it
+// runs, so a package swapped after the check is refused by terraform.
+//
+// Dirs the cache creates get group gid and mode 2775 (group-writable,
+// new entries inherit the group), whatever the umask; lock files are
+// readable by the group. A root Open creates gets the same; an existing
+// root keeps its owner, group and mode. Supported on Unix only.
+func WithSharedGroup(gid int) Option {
+	return optionFunc(func(c *config) error {
+		if gid < 0 {
+			return fmt.Errorf("pluginc: WithSharedGroup: %d is not a group id", gid)
+		}
+		c.shared, c.gid = true, gid
 		return nil
 	})
 }

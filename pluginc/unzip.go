@@ -84,7 +84,7 @@ func unzip(f *os.File, dir string, o unzipOptions) error {
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return fmt.Errorf("%w %s: entry %q: %w", ErrBadPackage, name, entry, err)
 		}
-		n, err := extractFile(zf, target, mode.Perm()|0o400, budget, o.writer)
+		n, err := extractFile(zf, target, (mode.Perm()|0o400)&^0o022, budget, o.writer)
 		if err != nil {
 			if errors.Is(err, errTooBig) {
 				return fmt.Errorf("%w %s: entry %q: unpacks to more than the limit of %d bytes", ErrBadPackage, name, entry, o.maxSize)

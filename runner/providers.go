@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/pluginc"
@@ -47,11 +49,53 @@ func (x *unitRun) providers(ctx context.Context, manifest string) (setup, error)
 		x.out.note(fmt.Sprintf("providers: set up %d requirement(s) in the shared cache", len(reqs)))
 	}
 	if len(reqs) > 0 {
+		if !x.u.Args.Upgrade {
+			if err := keepsLocked(filepath.Join(x.dir, lockFileName), st.lockFile); err != nil {
+				return st, err
+			}
+		}
 		if err := atomicfile.WriteFile(filepath.Join(x.dir, lockFileName), st.lockFile, 0o644); err != nil {
 			return st, fmt.Errorf("write %s: %w", lockFileName, err)
 		}
 	}
 	return st, nil
+}
+
+// keepsLocked refuses a lock file that would drop a hash the instance's
+// lock file (seeded from the component's committed one) has for a
+// provider at the same version. pluginc keeps every locked hash and adds
+// only hashes it verified itself; this is the runner's own check that a
+// committed hash is never replaced by a record's.
+func keepsLocked(path string, next []byte) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	was, err := pluginc.ParseLockFile(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	now, err := pluginc.ParseLockFile(next)
+	if err != nil {
+		return err
+	}
+	for _, l := range was {
+		for _, n := range now {
+			if n.Provider != l.Provider || n.Version != l.Version {
+				continue
+			}
+			for _, h := range l.Hashes {
+				if !slices.Contains(n.Hashes, h) {
+					return fmt.Errorf("%w: provider %s %s: the cache's hashes (%s) leave out %s, locked in %s: a locked hash is never replaced",
+						ErrInit, l.Provider, l.Version, strings.Join(n.Hashes, ", "), h, path)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // setup is the leader's work for one requirement set.
