@@ -63,6 +63,10 @@ var (
 	// longer matches its workdir, lock file, terraform or arguments; the
 	// message says what changed.
 	ErrStalePlan = errors.New("saved plan is stale")
+	// ErrBackendChanged reports a backend configuration that changed
+	// since the instance's last init while its old state may hold
+	// resources; see BackendChangedError.
+	ErrBackendChanged = errors.New("backend changed")
 	// ErrStateNotSaved reports an apply whose terraform changed
 	// infrastructure but could not save the state, and every later
 	// command refused until that state is pushed; see StateNotSavedError.

@@ -41,8 +41,10 @@ type initRecord struct {
 
 // initialize runs terraform init unless nothing it depends on changed
 // since the instance's last successful init (force: run it anyway). A
-// backend configuration that changed since then is reconfigured (state
-// migrated only with Args.MigrateState).
+// backend configuration that changed since then is migrated with
+// Args.MigrateState, reconfigured with Args.Reconfigure or when the old
+// state provably holds no resources, and refused otherwise
+// (BackendChangedError).
 func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) error {
 	x.emit(PhaseInit)
 	a := x.u.Args
@@ -69,9 +71,27 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) e
 	if err := os.Remove(recPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove init record: %w", err)
 	}
+	// A changed backend is taken only as the caller says (MigrateState,
+	// Reconfigure), or when the old state provably holds nothing.
+	changed := func() error {
+		switch {
+		case a.MigrateState:
+			x.out.note("init: the backend configuration changed since the last init; migrating the state")
+		case a.Reconfigure:
+			x.out.note("init: the backend configuration changed since the last init; reconfiguring as asked")
+		default:
+			if err := x.checkBackendChange(files); err != nil {
+				return err
+			}
+			x.out.note("init: the backend configuration changed since the last init; the old state holds no resources, reconfiguring")
+		}
+		return nil
+	}
 	reconfigure := prev != nil && prev.Backend != backend
 	if reconfigure {
-		x.out.note("init: the backend configuration changed since the last init; reconfiguring")
+		if err := changed(); err != nil {
+			return err
+		}
 	}
 	run := func() error {
 		_, err := x.run(ctx, PhaseInit, "init", func(string) []string { return initArgs(a, reconfigure) }, runOpts{})
@@ -81,7 +101,9 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) e
 	if err != nil && !reconfigure && !a.Reconfigure && ctx.Err() == nil && backendChanged(err) {
 		// No record of the last init (an older workdir): terraform itself
 		// noticed the change.
-		x.out.note("init: the backend configuration changed; reconfiguring")
+		if cerr := changed(); cerr != nil {
+			return cerr
+		}
 		reconfigure = true
 		err = run()
 	}

@@ -60,11 +60,15 @@ func TestInitSkipped(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(wrapper, append(b, "# changed\n"...), 0o755))
 		}, true},
+		// A backend change with resources in the state needs the caller's
+		// word (TestBackendChangeRefused): here, migrate.
 		{"the generated backend changed", func(t *testing.T, u *Unit, home string) {
 			u.Workdir.Files = files(t, map[string]any{"name": "x"}, filepath.Join(home, "other.tfstate"))
+			u.Args.MigrateState = true
 		}, true},
 		{"a -backend-config value changed", func(t *testing.T, u *Unit, home string) {
 			u.Args.BackendConfig = []string{"path=" + filepath.Join(home, "configured.tfstate")}
+			u.Args.MigrateState = true
 		}, true},
 		{"a module call was added", func(t *testing.T, u *Unit, _ string) {
 			writeTestFile(t, filepath.Join(u.Workdir.Source, "extra", "main.tf"), `output "o" { value = 1 }`)

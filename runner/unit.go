@@ -59,13 +59,18 @@ type Args struct {
 	// BackendConfig are init -backend-config values: files (relative to
 	// the component directory, or absolute) or KEY=VALUE pairs.
 	BackendConfig []string
-	// Reconfigure passes init -reconfigure. The runner also reconfigures
-	// by itself when the instance's backend configuration changed since
-	// its last init.
+	// Reconfigure passes init -reconfigure: a changed backend is taken
+	// as is, and the state of the old one is left where it is.
 	Reconfigure bool
 	// MigrateState passes init -migrate-state -force-copy when the backend
-	// changed: state moves to the new backend. Without it a changed
-	// backend is reconfigured and state is never migrated.
+	// changed: state moves to the new backend.
+	//
+	// Without one of the two, a backend configuration that changed since
+	// the instance's last init (a moved key, a renamed bucket, a backend
+	// added or removed) is refused with a *BackendChangedError, as plain
+	// terraform stops and asks, unless the old state provably holds no
+	// resources (a local state with none; a remote one cannot be read
+	// without its old configuration, so it always counts).
 	MigrateState bool
 	// Upgrade passes init -upgrade and re-resolves provider versions in
 	// the shared cache, ignoring the versions in the lock file. Remote

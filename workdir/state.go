@@ -234,3 +234,11 @@ func placeIn(dir, p string) string {
 	}
 	return filepath.Join(dir, filepath.FromSlash(p))
 }
+
+// MayHoldResources reports whether the local state file at p must be
+// taken as the record of real infrastructure: it records resources, or
+// it exists and the SDK cannot tell (an OpenTofu encrypted state, a
+// cut-off or unreadable file). A missing file, an empty one and a
+// complete state with no resources hold none. The runner asks it before
+// it lets an instance leave a local state behind for another backend.
+func MayHoldResources(p string) bool { return readState(p).mayHoldResources() }
