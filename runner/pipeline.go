@@ -192,7 +192,18 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 		if x.rs.cfg.skipUnchanged && x.unchanged(inputs) {
 			x.res.Unchanged = true
 			x.out.note("unchanged since the last successful apply; skipped")
-			return nil
+			if x.rs.feeds == nil || !x.rs.feeds[x.idx] {
+				return nil
+			}
+			// A dependent's Generate reads its outputs: one terraform
+			// output (init only if something it needs changed).
+			if err := x.initialize(ctx, manifest, false); err != nil {
+				return err
+			}
+			if err := x.workspace(ctx); err != nil {
+				return err
+			}
+			return x.readOutputs(ctx)
 		}
 	}
 	// A record of the last apply's inputs only ever describes state that

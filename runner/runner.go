@@ -137,6 +137,10 @@ func (r *Runner) Run(ctx context.Context, cmd Command, units ...Unit) (*Report, 
 		return nil, err
 	}
 	defer rs.close()
+	if err := r.readDependencyOutputs(ctx, rs, sel); err != nil {
+		return nil, err
+	}
+	rs.feeds = rs.feedsGenerate(sel)
 	rep := &Report{Command: cmd.String(), Engine: publicEngine(eng)}
 	rep.Results = rs.run(ctx, sel)
 	rep.Duration = time.Since(start)

@@ -28,6 +28,15 @@ type runState struct {
 	g     *queue.Graph
 
 	results []Result // results[i] is written by unit i's goroutine, then read by its dependents
+	// depOutputs holds, when the command does not produce outputs in
+	// dependency order, the outputs read before it of the units a
+	// Generate depends on (see depoutputs.go).
+	depOutputs map[int]Result
+	// feeds[i]: unit i's outputs are given to a Generate in this Run.
+	feeds []bool
+	// ordered forces dependency order (the Output pass ignores
+	// WithIgnoreDependencyOrder, or it could not feed a Generate).
+	ordered bool
 	em      *emitter
 	out     *combined
 
@@ -155,7 +164,11 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 			}
 		}()
 	}
-	rs.g.Run(runCtx, sel, rs.cfg.policy(rs.cmd), drain,
+	policy := rs.cfg.policy(rs.cmd)
+	if rs.ordered {
+		policy.IgnoreOrder = false
+	}
+	rs.g.Run(runCtx, sel, policy, drain,
 		func(ctx context.Context, i int) error {
 			start := time.Now()
 			res, err := rs.runUnit(ctx, i)
@@ -193,16 +206,26 @@ func status(s queue.Status) Status {
 
 // depResults returns the results of the units unit i depends on. The
 // queue calls a unit only after the done hook of each unit it waits for
-// returned; in destroy order or with WithIgnoreDependencyOrder it does
-// not wait for its dependencies, so it gets none.
+// returned. A dependency that ran before the unit in this Run gives its
+// Result; where the command does not produce outputs in dependency order,
+// its outputs are those the Run read before the command (depOutputs).
 func (rs *runState) depResults(i int) map[string]Result {
 	out := map[string]Result{}
-	if rs.cmd.reverse || rs.cfg.ignoreOrder {
-		return out
-	}
+	inOrder := !rs.cmd.reverse && (!rs.cfg.ignoreOrder || rs.ordered)
 	for _, d := range rs.g.Deps(i) {
-		if rs.results[d].Started || rs.results[d].Status != Queued {
+		pre, read := rs.depOutputs[d]
+		ran := inOrder && (rs.results[d].Started || rs.results[d].Status != Queued)
+		switch {
+		case ran && read:
+			res := rs.results[d]
+			if res.Outputs == nil {
+				res.Outputs = pre.Outputs
+			}
+			out[rs.g.ID(d)] = res
+		case ran:
 			out[rs.g.ID(d)] = rs.results[d]
+		case read:
+			out[rs.g.ID(d)] = pre
 		}
 	}
 	return out

@@ -26,11 +26,18 @@ type Unit struct {
 	Env map[string]string
 	// Args are the terraform arguments of this unit.
 	Args Args
-	// Generate, if set, is called right before the unit starts, once
-	// every unit it depends on is done, with their results (outputs
-	// included, after Apply or Output) by ID. The files it returns are
-	// generated into the workdir on top of Workdir.Files. An error fails
-	// the unit before anything runs.
+	// Generate, if set, is called right before the unit starts, with the
+	// results of the units it depends on, by ID, their outputs included
+	// in every command: after Apply, ApplyPlan and Output in dependency
+	// order, a dependency's own Result (a dependency skipped as unchanged
+	// reads its outputs); for the other commands (Plan, SavePlan,
+	// Destroy, the destroy-plan forms, Validate, Init, and any command
+	// with WithIgnoreDependencyOrder) the Run first reads the outputs of
+	// the units Generates depend on, with an Output pass before the
+	// command starts. Custom steps in dependency order get their
+	// dependencies' step results. The files it returns are generated into
+	// the workdir on top of Workdir.Files. An error fails the unit before
+	// anything runs.
 	Generate func(ctx context.Context, deps map[string]Result) (map[string][]byte, error)
 }
 
