@@ -80,6 +80,10 @@ var (
 	// workdir.Workdir.CheckState): nothing ran; the message says how to
 	// recover.
 	ErrStateDamaged = workdir.ErrStateDamaged
+	// ErrPanic is wrapped by the error of a unit whose run panicked (in
+	// the SDK, a library it uses, or the unit's Generate): the unit fails
+	// with the panic's message and stack, every other unit runs on.
+	ErrPanic = errors.New("panic")
 	// ErrGenerate is wrapped by the error of a unit whose Generate
 	// function failed.
 	ErrGenerate = errors.New("generate files")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -171,7 +172,7 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 	rs.g.Run(runCtx, sel, policy, drain,
 		func(ctx context.Context, i int) error {
 			start := time.Now()
-			res, err := rs.runUnit(ctx, i)
+			res, err := rs.runUnitSafely(ctx, i)
 			res.Unit, res.Started, res.Duration = rs.g.ID(i), true, time.Since(start)
 			rs.results[i] = res
 			return err
@@ -188,6 +189,20 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 		}
 	}
 	return out
+}
+
+// runUnitSafely is runUnit with a panic (in the SDK, a dependency or the
+// caller's Generate) turned into the unit's error: one unit's input never
+// ends the host with every other unit's result. runUnit's deferred work
+// (the instance lock, the journal, leftover processes) still runs, since
+// the panic unwinds through it.
+func (rs *runState) runUnitSafely(ctx context.Context, i int) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v\n%s", ErrPanic, r, debug.Stack())
+		}
+	}()
+	return rs.runUnit(ctx, i)
 }
 
 func status(s queue.Status) Status {

@@ -38,8 +38,8 @@ func OpenRegular(path string) (*os.File, error) {
 }
 
 // regularFS is the filesystem the walk hands terraform-config-inspect:
-// directory listings show only directories and regular files (links
-// followed), and files are opened with OpenRegular, so a FIFO named
+// directory listings show only directories and the regular files
+// terraform reads as configuration (links followed), and files are opened with OpenRegular, so a FIFO named
 // main.tf is never read (the default filesystem would block on it
 // forever).
 type regularFS struct {
@@ -64,7 +64,10 @@ func (f *regularFS) ReadDir(dir string) ([]os.FileInfo, error) {
 	out := make([]os.FileInfo, 0, len(ents))
 	for _, de := range ents {
 		fi, serr := os.Stat(filepath.Join(dir, de.Name())) // follows links; Name stays the link's
-		if serr == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
+		// Only what terraform reads as a module's files: terraform-config-
+		// inspect also reads files terraform ignores in a module (a
+		// Stacks *.tfcomponent.hcl, which it panics on).
+		if serr == nil && (fi.IsDir() || fi.Mode().IsRegular() && configName(de.Name())) {
 			out = append(out, fi)
 			continue
 		}

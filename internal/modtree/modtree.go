@@ -165,13 +165,29 @@ func (w *walker) load(dir string) *Module {
 		return m
 	}
 	fsys := &regularFS{}
-	cfg, diags := tfconfig.LoadModuleFromFilesystem(fsys, dir)
+	cfg, diags, err := inspect(fsys, dir)
 	m.Config, m.Skipped = cfg, fsys.skipped
-	if diags.HasErrors() {
+	switch {
+	case err != nil:
+		m.Err = fmt.Errorf("module %s: %w: %w", dir, ErrParse, err)
+	case diags.HasErrors():
 		m.Err = fmt.Errorf("module %s: %w: %s", dir, ErrParse, describe(diags))
 	}
 	w.parsed[real] = m
 	return m
+}
+
+// inspect runs terraform-config-inspect on dir. A panic in it (some
+// inputs it does not expect make it panic) is the module's parse error,
+// never the host's end.
+func inspect(fsys tfconfig.FS, dir string) (cfg *tfconfig.Module, diags tfconfig.Diagnostics, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cfg, diags, err = nil, nil, fmt.Errorf("terraform-config-inspect failed reading it: %v", r)
+		}
+	}()
+	cfg, diags = tfconfig.LoadModuleFromFilesystem(fsys, dir)
+	return cfg, diags, nil
 }
 
 // Err joins every problem found: modules with parse errors, missing local
