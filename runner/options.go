@@ -348,6 +348,16 @@ func WithSkipUnchanged() Option {
 // every instance of the component gets the upgrade on its next run. A
 // stored set older than an instance's own modules is never copied over
 // them: the instance keeps its own and the store is refreshed from them.
+//
+// The store trusts only what the effective user (or root) wrote, as the
+// plugin cache does (invariant 12): dir, every dir above it (a sticky one,
+// as /tmp is, may be writable by all) and the store's own dirs must be
+// theirs and writable by no one else, or Run fails with an error naming
+// the path, its owner and its mode (modstore's ErrUnsafePath); an entry
+// someone else could have written is fetched again into a private one.
+// The default beside the plugin cache is never used when it fails that
+// rule (a cache shared with a group, pluginc.WithSharedGroup): the Run
+// goes without a store and logs a warning.
 func WithModuleStore(dir string) Option {
 	return optionFunc(func(c *config) error {
 		if dir == "" {

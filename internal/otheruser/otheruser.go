@@ -132,3 +132,15 @@ func Reachable(t testing.TB, dir string) string {
 	}
 	return dir
 }
+
+// Tmp returns a fresh dir that works as /tmp does: sticky and writable by
+// everyone, so the other user can create a dir first at a fixed path in
+// it.
+func Tmp(t testing.TB) string {
+	t.Helper()
+	dir := Reachable(t, t.TempDir())
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
