@@ -255,7 +255,14 @@ func WithOutput(w io.Writer) Option {
 // WithLogDir puts each unit's log in dir, named after the unit ID: a
 // readable, bounded, file-system-safe form of it plus a hash, so two IDs
 // never share a file. Without it the log of a unit is
-// DATADIR/tfisolate-logs/COMMAND.log in its workdir.
+// DATADIR/tfisolate-logs/COMMAND.log in its workdir. Logs hold what
+// terraform prints (secrets too, with TF_LOG set): each is created 0600
+// with exclusive create and renamed into place, so a symlink or file
+// planted at its name is replaced, never followed or written; a log dir
+// is created 0700. dir, and every dir above it unless sticky (as /tmp
+// is), must be owned by the effective user or root and writable by no
+// one else, or the unit fails with an error wrapping ErrBadOption that
+// names the path, its owner and its mode.
 func WithLogDir(dir string) Option {
 	return optionFunc(func(c *config) error {
 		if dir == "" {
@@ -348,6 +355,16 @@ func WithSkipUnchanged() Option {
 // every instance of the component gets the upgrade on its next run. A
 // stored set older than an instance's own modules is never copied over
 // them: the instance keeps its own and the store is refreshed from them.
+//
+// The store trusts only what the effective user (or root) wrote, as the
+// plugin cache does (invariant 12): dir, every dir above it (a sticky one,
+// as /tmp is, may be writable by all) and the store's own dirs must be
+// theirs and writable by no one else, or Run fails with an error naming
+// the path, its owner and its mode (modstore's ErrUnsafePath); an entry
+// someone else could have written is fetched again into a private one.
+// The default beside the plugin cache is never used when it fails that
+// rule (a cache shared with a group, pluginc.WithSharedGroup): the Run
+// goes without a store and logs a warning.
 func WithModuleStore(dir string) Option {
 	return optionFunc(func(c *config) error {
 		if dir == "" {

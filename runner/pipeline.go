@@ -125,12 +125,9 @@ func (x *unitRun) openLog() (*os.File, error) {
 	if d := x.rs.cfg.logDir; d != "" {
 		logPath = filepath.Join(d, logName(x.id))
 	}
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return nil, fmt.Errorf("create log dir: %w", err)
-	}
-	f, err := os.Create(logPath)
+	f, err := createLog(logPath, x.rs.cfg.logDir)
 	if err != nil {
-		return nil, fmt.Errorf("create log: %w", err)
+		return nil, err
 	}
 	x.res.Log = logPath
 	x.out = newUnitOutput(x.id, x.rs.out, f)

@@ -76,11 +76,9 @@ func (r *Runner) newRunState(cmd Command, eng engine.Info, units []Unit, g *queu
 	if r.cfg.stop != nil {
 		rs.kill = r.cfg.stop.Killing()
 	}
-	if dir := r.cfg.moduleStoreDir(); dir != "" {
-		if rs.modStore, err = modstore.Open(dir, modstore.WithLogger(r.cfg.logger)); err != nil {
-			rs.close()
-			return nil, fmt.Errorf("open module store: %w", err)
-		}
+	if rs.modStore, err = r.cfg.openModuleStore(); err != nil {
+		rs.close()
+		return nil, fmt.Errorf("open module store: %w", err)
 	}
 	return rs, nil
 }

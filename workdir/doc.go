@@ -110,6 +110,30 @@
 //     is empty or cut off while a backup beside it or the workdir's record
 //     shows the instance had a state, naming the file, the backup and the
 //     recovery steps; it never restores the backup.
+//   - Only what the effective user or root wrote is believed (invariant 12,
+//     internal/pathtrust, the rule the provider cache and the module store
+//     follow). New, and every Prepare, refuse a root that is not owned by
+//     the effective user (or root) or that its group or others can write
+//     to, a dir above it that others can write unless it is sticky (as
+//     /tmp is: fine above the root, not as the root), and .locks or .tmp
+//     dirs of another user's; a root that is a symlink is checked where
+//     it points, and the link's own dir too. Under the instance lock,
+//     Prepare refuses a home (or its .tfisolate or src dir) that is not a
+//     directory of the effective user's or root's or that its group or
+//     others can write: another user's home, made before the first run or
+//     swapped in since, is never refreshed in place, and nothing is
+//     written in it. Each refusal is an *UnsafePathError (ErrUnsafePath)
+//     naming the path, its owner and its mode. New homes are fresh 0700
+//     dirs.
+//   - A stamp is believed only if every path it lists (the component, the
+//     files and generated files a refresh removes, earlier component
+//     positions whose data it moves, source dirs, inputs) is local and
+//     clean (filepath.IsLocal) and its sources absolute and clean;
+//     otherwise it is ignored, as an unreadable stamp is, and the home is
+//     materialized again from the source (files the ignored stamp listed
+//     are then left where they are, never removed). Removals and renames
+//     never follow a symlink out of the home: a path whose way from the
+//     home goes through a link is refused.
 //   - Workdir.Digest identifies exactly what was materialized (files copied
 //     from the source as written, the seeded lock file, generated files):
 //     equal across Prepares if and only if terraform is given the same

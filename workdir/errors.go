@@ -3,6 +3,7 @@ package workdir
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 )
@@ -44,7 +45,41 @@ var (
 	// had a state: read as is, it would be taken for "no state". Use
 	// errors.As with *DamagedStateError for the files.
 	ErrStateDamaged = errors.New("local state is damaged")
+
+	// ErrUnsafePath is wrapped by the error New or Prepare returns when
+	// the root, a directory above it, the root's own dirs (.locks, .tmp)
+	// or an instance's home is one someone other than the effective user
+	// or root owns or can write to (invariant 12): what is in it could be
+	// theirs, and what the instance writes there (generated files,
+	// secrets, state) would be in their reach. Use errors.As with
+	// *UnsafePathError for the path, its owner and its mode.
+	ErrUnsafePath = errors.New("unsafe workdir path")
 )
+
+// UnsafePathError names a path the manager refuses to trust: its owner,
+// group and mode, and what is wrong with it. It wraps ErrUnsafePath.
+type UnsafePathError struct {
+	Path     string
+	UID, GID int         // the path's owner and group
+	Mode     fs.FileMode // the path's type and permission bits
+	Why      string      // what is wrong with it
+	Home     bool        // the path is (in) an instance's home, not the root or above it
+}
+
+// Error names the path, its owner, group and mode, what is wrong, and
+// what to do about it.
+func (e *UnsafePathError) Error() string {
+	fix := "use a root only you can write (chown, chmod go-w; a private dir such as one under os.UserCacheDir); " +
+		"a sticky dir such as /tmp is fine above the root, not as the root"
+	if e.Home {
+		fix = "nothing was written in it; it is not this user's: check it holds nothing of yours, then remove it " +
+			"(the next Prepare builds a fresh 0700 home), or make it yours and writable by no one else (chown, chmod 0700)"
+	}
+	return fmt.Sprintf("%v %s (owner uid %d, group gid %d, mode %s): %s; %s", ErrUnsafePath, e.Path, e.UID, e.GID, e.Mode, e.Why, fix)
+}
+
+// Unwrap makes errors.Is(err, ErrUnsafePath) true.
+func (e *UnsafePathError) Unwrap() error { return ErrUnsafePath }
 
 // InputError describes one bad argument. It wraps ErrInvalid.
 type InputError struct {

@@ -142,9 +142,14 @@ func sameData(dst string, data []byte) bool {
 }
 
 // removeAndPrune removes the file at top/rel and then every parent
-// directory up to (not including) top that became empty.
+// directory up to (not including) top that became empty. A path whose
+// way from top goes through a symlink is refused (errLink), never
+// followed.
 func removeAndPrune(top, rel string) error {
 	p := filepath.Join(top, filepath.FromSlash(rel))
+	if err := noLinkOnWay(top, p); err != nil {
+		return fmt.Errorf("remove %s: %w", p, err)
+	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", p, err)
 	}

@@ -101,7 +101,14 @@ type Workdir struct {
 	closeErr  error
 }
 
-// New returns a Manager for root, creating root if needed.
+// New returns a Manager for root, creating root if needed. The root,
+// every dir above it and the root's own dirs must be owned by the
+// effective user or root and writable by neither group nor others (a dir
+// above the root may be sticky and writable by all, as /tmp is; the root
+// may not); a root that is a symlink is checked where it points, and its
+// own dir too. Otherwise New returns an *UnsafePathError (ErrUnsafePath)
+// naming the path, its owner and its mode, and creates nothing. On
+// platforms without Unix owners and modes (Windows) nothing is checked.
 func New(root string, opts ...Option) (*Manager, error) {
 	if root == "" {
 		return nil, invalid("root", root, "is empty")
@@ -119,16 +126,27 @@ func New(root string, opts ...Option) (*Manager, error) {
 			return nil, fmt.Errorf("new workdir manager: %w", err)
 		}
 	}
+	m := &Manager{root: abs, log: c.log, lockRetry: c.lockRetry, hook: c.hook}
+	// Checked before anything is created (never a dir in another user's
+	// reach) and again after: whoever made it first, it is checked as it
+	// is now.
+	if err := m.checkRootTrust(); err != nil {
+		return nil, fmt.Errorf("new workdir manager: %w", err)
+	}
 	// Created only once every option is known to be good: a refused
 	// option leaves nothing behind.
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("create workdir root: %w", err)
 	}
+	if err := m.checkRootTrust(); err != nil {
+		return nil, fmt.Errorf("new workdir manager: %w", err)
+	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return nil, fmt.Errorf("create workdir root: %w", err)
 	}
-	return &Manager{root: abs, realRoot: real, log: c.log, lockRetry: c.lockRetry, hook: c.hook}, nil
+	m.realRoot = real
+	return m, nil
 }
 
 // Root returns the absolute root directory.
@@ -247,6 +265,13 @@ func (m *Manager) checkRoot(given, source string) error {
 // state file the configuration only reads (a local
 // terraform_remote_state path inside the component) is an input: it is
 // copied like configuration.
+//
+// Prepare checks the root again (see New) and, under the lock, the
+// instance's home: a home (or its .tfisolate or src dir) that is not a
+// directory owned by the effective user or root, or that its group or
+// others can write to, is refused with an *UnsafePathError
+// (ErrUnsafePath) naming it, its owner and its mode, and nothing is
+// written in it. A home Prepare creates is a fresh 0700 dir.
 func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 	c, err := m.check(s)
 	if err != nil {
@@ -259,9 +284,18 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("prepare workdir %s: %w", id, err)
 	}
+	// Every Prepare: the root may have been opened to others since New.
+	if err := m.checkRootTrust(); err != nil {
+		return nil, fmt.Errorf("prepare workdir %s: %w", id, err)
+	}
 	lk, err := m.lock(ctx, s.Stack, s.Instance, id)
 	if err != nil {
 		return nil, fmt.Errorf("prepare workdir %s: %w", id, err)
+	}
+	// Under the lock, right before it is used: a home someone else made
+	// or can write is never refreshed in place.
+	if err := checkHome(filepath.Join(m.root, id)); err != nil {
+		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}
 	st, err := m.materialize(ctx, id, c.source, c.files)
 	if err != nil {

@@ -249,6 +249,9 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 	// its lock file, the pin it seeded goes too. A lock file the source
 	// never seeded (terraform init or the caller wrote it) stays.
 	if seed == nil && old != nil && old.SeedLock != "" {
+		if err := noLinkOnWay(src, filepath.Join(compDir, lockFileName)); err != nil {
+			return nil, fmt.Errorf("drop the lock file the source no longer has: %w", err)
+		}
 		if err := os.Remove(filepath.Join(compDir, lockFileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("drop the lock file the source no longer has: %w", err)
 		}
@@ -388,6 +391,10 @@ func moveOwned(src, from, to string, ours map[string]bool) error {
 	// is the destination, not data to move.
 	destInside := from != to && withinSlash(from, to)
 	abs := func(rel string) string { return filepath.Join(src, filepath.FromSlash(rel)) }
+	// Never through a link out of the home: not from, not to.
+	if err := noLinkOnWay(src, filepath.Join(abs(from), "x")); err != nil {
+		return fmt.Errorf("%w: instance data at %s: %w", ErrLeftBehind, abs(from), err)
+	}
 	var walk func(dir string) error
 	walk = func(dir string) error {
 		ents, err := os.ReadDir(abs(dir))
@@ -417,6 +424,9 @@ func moveOwned(src, from, to string, ours map[string]bool) error {
 			}
 			if derr == nil {
 				return fmt.Errorf("%w: %s would replace %s at the component's new position; move or remove one of them", ErrLeftBehind, abs(r), abs(dst))
+			}
+			if err := noLinkOnWay(src, abs(dst)); err != nil {
+				return fmt.Errorf("%w: %s cannot move to %s: %w", ErrLeftBehind, abs(r), abs(dst), err)
 			}
 			if err := os.MkdirAll(filepath.Dir(abs(dst)), 0o755); err != nil {
 				return fmt.Errorf("move instance data: %w", err)
@@ -457,7 +467,8 @@ func moveBackendPaths(home, from, to string, b modtree.Backend) error {
 		if _, err := os.Lstat(oldAbs); err != nil {
 			continue
 		}
-		if _, err := os.Lstat(newAbs); err == nil || !within(home, oldAbs) || !within(home, newAbs) || within(meta, newAbs) {
+		if _, err := os.Lstat(newAbs); err == nil || !within(home, oldAbs) || !within(home, newAbs) || within(meta, newAbs) ||
+			noLinkOnWay(home, oldAbs) != nil || noLinkOnWay(home, newAbs) != nil {
 			return fmt.Errorf("%w: backend \"local\" state %s (%q seen from the component's old position) cannot move to %s; move it by hand", ErrLeftBehind, oldAbs, p, newAbs)
 		}
 		if err := os.MkdirAll(filepath.Dir(newAbs), 0o755); err != nil {

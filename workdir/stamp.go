@@ -57,14 +57,16 @@ func digest(st *stamp, files []genFile) string {
 
 func stampPath(home string) string { return filepath.Join(home, metaDir, stampFile) }
 
-// readStamp returns nil when there is no usable stamp.
+// readStamp returns nil when there is no usable stamp: none, unreadable,
+// of another version, or listing a path that is not local and clean
+// (stampProblem). The home is then materialized again from the source.
 func readStamp(home string) *stamp {
 	b, err := os.ReadFile(stampPath(home))
 	if err != nil {
 		return nil
 	}
 	var st stamp
-	if json.Unmarshal(b, &st) != nil || st.Version != stampVersion {
+	if json.Unmarshal(b, &st) != nil || st.Version != stampVersion || stampProblem(&st) != "" {
 		return nil
 	}
 	return &st

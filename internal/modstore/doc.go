@@ -73,6 +73,21 @@
 //     thrown away and taken again, the last time under the key's lock.
 //     What Copy gives is exactly a tree some fill stored for the key.
 //
+//   - Only what the effective user or root wrote is believed (invariant
+//     12, internal/pathtrust, the rule the provider cache follows): Open,
+//     and every Get, Replace and Copy, refuse with an *UnsafePathError
+//     (ErrUnsafePath) naming the path, its owner and its mode a store
+//     dir, a dir above it or a state dir of the store that someone else
+//     owns or that its group or others can write to (a dir above the
+//     store may be sticky and writable by all, as /tmp is); nothing is
+//     created in such a dir. An entry someone else could have written (its
+//     dir, manifest, tree or any path in the tree owned by another user
+//     or writable by group or others) is treated as damaged: moved aside
+//     and refilled into a private entry, never handed out. fill's tree
+//     loses the write bits of group and others before it is recorded, so
+//     the store never keeps what others could change. The store cannot
+//     be shared with a group.
+//
 // Entries are read-only to callers. The directory Get returns is shared
 // by every user of the store: copy what you need out of it (a new inode
 // per file, as a plain or reflink copy makes; never a hard link, which

@@ -39,6 +39,9 @@ func (s *Store) Replace(ctx context.Context, key string, keep func(dir string) (
 	if err := ctx.Err(); err != nil {
 		return "", false, err
 	}
+	if err := s.checkStore(); err != nil {
+		return "", false, fmt.Errorf("modstore: replace %s: %w", keyName(key), err)
+	}
 	h := hashKey(key)
 	unlock, err := s.lock(ctx, key, h)
 	if err != nil {
@@ -113,6 +116,9 @@ func (s *Store) Copy(ctx context.Context, key, dst string, fill func(ctx context
 				return filled, err
 			}
 			continue
+		}
+		if err := s.checkStore(); err != nil {
+			return filled, fmt.Errorf("modstore: copy %s: %w", keyName(key), err)
 		}
 		unlock, err := s.lock(ctx, key, h)
 		if err != nil {

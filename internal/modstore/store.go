@@ -17,6 +17,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/flight"
+	"github.com/tfisolate/tfisolate/internal/pathtrust"
 )
 
 // Layout of a store directory DIR:
@@ -107,12 +108,23 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
 		return nil, fmt.Errorf("modstore: open %s: %w: it is not a directory", abs, ErrInvalidDir)
 	}
+	// Checked before anything is created in it, and again after: whoever
+	// made it first, it is checked as it is now.
+	if err := unsafe(pathtrust.Effective().CheckRoot(abs)); err != nil {
+		return nil, fmt.Errorf("modstore: open %s: %w", abs, err)
+	}
 	for _, d := range []string{locksDir, tmpDir} {
 		if err := os.MkdirAll(filepath.Join(abs, stateDir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("modstore: open %s: %w", abs, err)
 		}
 	}
 	s := &Store{dir: abs, cfg: cfg}
+	if err := unsafe(pathtrust.Effective().CheckRoot(abs)); err != nil {
+		return nil, fmt.Errorf("modstore: open %s: %w", abs, err)
+	}
+	if err := s.checkStore(); err != nil {
+		return nil, fmt.Errorf("modstore: open %s: %w", abs, err)
+	}
 	// Every Get looks at the disk again: an entry found once may be
 	// damaged later, and a failed fill must not be a lasting answer.
 	s.flights.Forget = true
@@ -157,6 +169,9 @@ func (s *Store) Get(ctx context.Context, key string, fill func(ctx context.Conte
 	}
 	if err := ctx.Err(); err != nil {
 		return "", false, err
+	}
+	if err := s.checkStore(); err != nil {
+		return "", false, fmt.Errorf("modstore: get %s: %w", keyName(key), err)
 	}
 	h := hashKey(key)
 	if c := s.check(h, key, s.cfg.full); c.state == entryOK {
@@ -289,6 +304,9 @@ func (s *Store) fill(ctx context.Context, key, h string, fill func(context.Conte
 	if err := fill(ctx, tree); err != nil {
 		return fmt.Errorf("modstore: %w for %s: %w", ErrFill, keyName(key), err)
 	}
+	if err := private(tree); err != nil {
+		return fmt.Errorf("modstore: record the tree filled for %s: %w", keyName(key), err)
+	}
 	files, err := scan(tree, true)
 	if err != nil {
 		return fmt.Errorf("modstore: record the tree filled for %s: %w", keyName(key), err)
@@ -418,6 +436,11 @@ func (s *Store) check(h, key string, full bool) checked {
 	}
 	if !fi.IsDir() {
 		return checked{state: entryDamaged, why: "it is not a directory"}
+	}
+	// An entry someone else could have written (manifest and tree alike)
+	// proves nothing: it is refilled into a private one.
+	if why := foreignEntry(entry); why != "" {
+		return checked{state: entryDamaged, why: why}
 	}
 	m, err := readManifest(filepath.Join(entry, manifestName))
 	if err != nil {

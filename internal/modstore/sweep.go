@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofrs/flock"
 
@@ -60,14 +61,20 @@ func (s *Store) sweepAll() {
 
 // discard moves a damaged entry out of the way in one rename (so no
 // reader sees half of it), then removes it. The caller holds the key's
-// lock and has swept, so the aside name is free.
+// lock.
 func (s *Store) discard(h string) error {
-	aside := filepath.Join(s.dir, stateDir, tmpDir, h+"."+strconv.Itoa(os.Getpid())+".damaged")
+	// Unique: one that could not be removed may still be there.
+	aside := filepath.Join(s.dir, stateDir, tmpDir, h+"."+strconv.Itoa(os.Getpid())+"."+strconv.FormatInt(time.Now().UnixNano(), 36)+".damaged")
 	if err := os.Rename(s.entryPath(h), aside); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	s.hook("aside")
-	return removeAll(aside)
+	if err := removeAll(aside); err != nil {
+		// Out of the way already (an entry another user made may not be
+		// removable by us): the next holder of the key's lock sweeps it.
+		s.cfg.log.Warn("could not remove a damaged entry set aside", "path", aside, "error", err)
+	}
+	return nil
 }
 
 // removeAll is os.RemoveAll that also removes trees with directories a
