@@ -22,7 +22,9 @@ type Handle struct {
 	// Workdir.Dir.
 	Workdir *workdir.Workdir
 	// Terraform is an initialized terraform for the workdir, with the
-	// unit's environment, writing to the unit's log. Any subcommand
+	// unit's environment. Its stderr goes to the unit's log; its stdout
+	// is never echoed anywhere (show and output print sensitive values in
+	// clear): what a subcommand returns is the step's. Any subcommand
 	// terraform-exec offers works on it. terraform-exec refuses TF_VAR_*,
 	// TF_LOG* and TF_CLI_ARGS* in the environment it is given, so those
 	// are left out of it: pass variables with tfexec.Var or var files.

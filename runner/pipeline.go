@@ -355,10 +355,11 @@ func (x *unitRun) step(ctx context.Context) error {
 	if err := tfexecEnv(tf, x.env); err != nil {
 		return fmt.Errorf("terraform environment: %w", err)
 	}
-	stdout, stderr := x.out.stream(), x.out.stream()
-	defer stdout.flush()
+	// stdout is the caller's alone (terraform-exec captures it for what
+	// it returns): show and output print state and sensitive values in
+	// clear. Only stderr, terraform's diagnostics, goes to the unit's log.
+	stderr := x.out.stream()
 	defer stderr.flush()
-	tf.SetStdout(stdout)
 	tf.SetStderr(stderr)
 	if err := tf.SetWaitDelay(x.rs.cfg.grace); err != nil {
 		x.rs.cfg.logger.WarnContext(ctx, "no graceful interrupt on this platform", "unit", x.id, "err", err)

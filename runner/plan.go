@@ -77,7 +77,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 			return fmt.Errorf("remove old saved plan: %w", err)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("saved plan dir: %w", err)
 	}
 	tmp := file + ".tmp"
@@ -87,6 +87,10 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 		return err
 	}
 	x.res.HasChanges = r.exitCode == 2
+	// The plan holds sensitive values as terraform renders them.
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return fmt.Errorf("keep saved plan: %w", err)
+	}
 	if err := os.Rename(tmp, file); err != nil {
 		return fmt.Errorf("keep saved plan: %w", err)
 	}
@@ -98,7 +102,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(jsonFile, show.stdout, 0o644); err != nil {
+	if err := atomicfile.WriteFile(jsonFile, show.stdout, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", jsonFile, err)
 	}
 	sum.File, sum.JSONFile, sum.DestroyPlan = file, jsonFile, destroy

@@ -84,6 +84,9 @@ type OutputValue struct {
 type PlanSummary struct {
 	// File is the saved plan (terraform's binary format), JSONFile the
 	// terraform show -json document of it, both in the instance's workdir.
+	// Both hold sensitive values as terraform renders them (in clear):
+	// they are written 0600 in a 0700 dir, and are not for a PR comment
+	// as they are; Changes and the counts below hold no values.
 	File, JSONFile string
 	// DestroyPlan is set for a plan made with -destroy.
 	DestroyPlan bool
