@@ -202,7 +202,19 @@ type rootConfig struct {
 // evaluates variables early, the values the unit gives them. Only regular
 // files are opened.
 func (x *unitRun) readRootConfig() (*rootConfig, error) {
-	cfs, err := modtree.ReadConfig(x.dir, nil, configRule(x.rs.eng.Kind))
+	env := x.env
+	if env == nil && earlyEvaluation(x.rs.eng) {
+		// Before the pipeline sets the unit's environment (the module
+		// fetch): the same TF_VAR_* as the one it will set.
+		env = unitEnv(processEnv(), x.w.Env(), "", x.u.Env)
+	}
+	return readRootConfigAt(x.dir, configRule(x.rs.eng.Kind), earlyEvaluation(x.rs.eng), x.u.Args, env)
+}
+
+// readRootConfigAt is readRootConfig for the root module in dir, read by
+// rule, with the unit's arguments and environment when early is set.
+func readRootConfigAt(dir string, rule modtree.Files, early bool, a Args, env map[string]string) (*rootConfig, error) {
+	cfs, err := modtree.ReadConfig(dir, nil, rule)
 	if err != nil {
 		return nil, err
 	}
@@ -210,14 +222,8 @@ func (x *unitRun) readRootConfig() (*rootConfig, error) {
 	for _, cf := range cfs {
 		root.files = append(root.files, configFile{name: cf.Name, data: cf.Data})
 	}
-	if earlyEvaluation(x.rs.eng) {
-		env := x.env
-		if env == nil {
-			// Before the pipeline sets the unit's environment (the module
-			// fetch): the same TF_VAR_* as the one it will set.
-			env = unitEnv(processEnv(), x.w.Env(), "", x.u.Env)
-		}
-		root.early = newEarlyInputs(root.files, x.dir, x.u.Args, env)
+	if early {
+		root.early = newEarlyInputs(root.files, dir, a, env)
 	}
 	return root, nil
 }
