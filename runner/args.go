@@ -27,7 +27,27 @@ func initArgs(a Args, reconfigure bool) []string {
 	if a.Upgrade {
 		args = append(args, "-upgrade")
 	}
-	return args
+	return append(args, earlyVarArgs(a)...)
+}
+
+// earlyVarArgs are the variables init, get and workspace select are
+// given: the unit's own (varArgs) for an engine that evaluates variables
+// early (a backend or module source built from them), none otherwise.
+func earlyVarArgs(a Args) []string {
+	if !a.initVars {
+		return nil
+	}
+	return varArgs(a)
+}
+
+// getArgs fetch the module calls' modules (with update: the newest
+// versions the constraints allow).
+func getArgs(a Args, update bool) []string {
+	args := []string{"get", "-no-color"}
+	if update {
+		args = append(args, "-update")
+	}
+	return append(args, earlyVarArgs(a)...)
 }
 
 // varArgs puts var files first and -var pairs after them: terraform takes
@@ -112,8 +132,8 @@ func outputArgs() []string { return []string{"output", "-json"} }
 
 func showPlanArgs(planFile string) []string { return []string{"show", "-json", "-no-color", planFile} }
 
-func workspaceArgs(name string) []string {
-	return []string{"workspace", "select", "-or-create=true", name}
+func workspaceArgs(name string, a Args) []string {
+	return append([]string{"workspace", "select", "-or-create=true"}, append(earlyVarArgs(a), name)...)
 }
 
 func forceUnlockArgs(id string) []string { return []string{"force-unlock", "-force", id} }

@@ -88,7 +88,10 @@ func (x *unitRun) forgetApplied() error {
 // Affected returns the IDs of the units that a change to any of paths
 // can affect: paths inside a unit's component directory or inside a
 // local module it reaches (through any number of module calls, found
-// with the same module walk the workdir uses), or naming one of its
+// with the same module walk the workdir uses, under both engines'
+// configuration files since a unit here has no engine: a module called
+// only from a .tofu file counts, and so does one called from a main.tf
+// that a main.tofu hides from OpenTofu), or naming one of its
 // absolute var files. Relative paths are taken relative to base (for
 // example a repository root, with the output of git diff --name-only).
 // Symlinks are resolved on both sides. Units are returned in the order
@@ -127,10 +130,12 @@ func Affected(units []Unit, base string, paths ...string) ([]string, error) {
 		if u.Workdir.Source == "" {
 			return nil, fmt.Errorf("%w: unit %s has no source", ErrInvalidUnit, u.id())
 		}
-		tree := modtree.Walk(resolve(u.Workdir.Source))
+		// No engine here: a module either engine would read counts.
 		var dirs []string
-		for _, d := range tree.LocalDirs() {
-			dirs = append(dirs, resolve(d))
+		for _, rule := range []modtree.Files{modtree.TerraformFiles, modtree.TofuFiles} {
+			for _, d := range modtree.Walk(resolve(u.Workdir.Source), rule).LocalDirs() {
+				dirs = append(dirs, resolve(d))
+			}
 		}
 		files := map[string]bool{}
 		for _, f := range u.Args.VarFiles {

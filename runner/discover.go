@@ -30,8 +30,9 @@ const lockFileName = ".terraform.lock.hcl"
 //
 // Short provider addresses ("hashicorp/aws", "aws") resolve on host, the
 // engine's default registry. With upgrade, locked versions are ignored,
-// as terraform init -upgrade ignores them.
-func discover(tree *modtree.Tree, manifest, host string, upgrade bool) ([]pluginc.Requirement, error) {
+// as terraform init -upgrade ignores them. Every module directory is read
+// by rule, the engine's configuration files (the tree was walked by it).
+func discover(tree *modtree.Tree, manifest, host string, upgrade bool, rule modtree.Files) ([]pluginc.Requirement, error) {
 	dir := tree.Root
 	merged := map[pluginc.Provider][]string{}
 	add := func(t *modtree.Tree) error {
@@ -86,7 +87,7 @@ func discover(tree *modtree.Tree, manifest, host string, upgrade bool) ([]plugin
 			if !filepath.IsAbs(d) {
 				d = filepath.Join(dir, d)
 			}
-			if err := add(modtree.Walk(d)); err != nil {
+			if err := add(modtree.Walk(d, rule)); err != nil {
 				return nil, fmt.Errorf("module %q (%s): %w", rec.Key, rec.Source, err)
 			}
 		}

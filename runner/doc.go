@@ -108,4 +108,20 @@
 //   - Report, Result and Event have a documented JSON form.
 //   - Run returns only after every goroutine and process it started has
 //     ended.
+//   - A unit sees the configuration files its engine reads, decided in
+//     one place (internal/modtree's Files): terraform *.tf and *.tf.json;
+//     OpenTofu also *.tofu and *.tofu.json, a NAME.tofu hiding NAME.tf
+//     and a NAME.tofu.json hiding NAME.tf.json. The workdir's layout
+//     (Run sets workdir.Spec.Engine), module calls and the module key,
+//     provider requirements, the backend fingerprint and the init record
+//     all follow it; Affected, which has no engine, takes both engines'
+//     files.
+//   - Early evaluation (OpenTofu 1.8 and later): init, get and workspace
+//     select get the unit's -var-file and -var arguments, and the values
+//     the backend and the module sources and versions read (defaults,
+//     TF_VAR_*, tfvars files, Args.VarFiles, Args.Vars, through locals)
+//     are part of the init record: a backend built from a variable whose
+//     value changed is a changed backend, a module source built from one
+//     keys the module fetch and store by those values, never shared with
+//     a unit that gives other values.
 package runner

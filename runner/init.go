@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
 
@@ -31,11 +32,18 @@ type initRecord struct {
 	// Fingerprint covers everything init depends on: the binary, the
 	// CLI config the runner hands it, the lock file, the backend, the
 	// module calls and installed modules, the root module's configuration
-	// files, the init arguments and TF_CLI_ARGS*. Variable files are left
-	// out: they change from run to run and init never reads them.
+	// files (the engine's: .tofu files too under OpenTofu), the init
+	// arguments and TF_CLI_ARGS*. Variable values count only where the
+	// engine evaluates them at init (OpenTofu's early evaluation: a
+	// backend, module source or version built from variables), through
+	// the backend and the module calls; otherwise they change from run to
+	// run and init never reads them.
 	Fingerprint string `json:"fingerprint"`
 	// Backend covers the backend configuration alone, to tell a changed
-	// backend (reconfigure) from any other change.
+	// backend (reconfigure) from any other change: the backend blocks
+	// however they are written (.tf, .tf.json, .tofu, .tofu.json), the
+	// -backend-config values and files, and, with early evaluation, the
+	// values of the variables the blocks read.
 	Backend string `json:"backend"`
 }
 
@@ -48,7 +56,7 @@ type initRecord struct {
 func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) error {
 	x.emit(PhaseInit)
 	a := x.u.Args
-	files, err := readRootConfig(x.dir)
+	files, err := x.readRootConfig()
 	if err != nil {
 		return fmt.Errorf("read the root module: %w", err)
 	}
@@ -80,7 +88,7 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) e
 		case a.Reconfigure:
 			x.out.note("init: the backend configuration changed since the last init; reconfiguring as asked")
 		default:
-			if err := x.checkBackendChange(files); err != nil {
+			if err := x.checkBackendChange(files.files); err != nil {
 				return err
 			}
 			x.out.note("init: the backend configuration changed since the last init; the old state holds no resources, reconfiguring")
@@ -117,7 +125,7 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) e
 	return nil
 }
 
-func (x *unitRun) initFingerprint(manifest, backend string, files []configFile) string {
+func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig) string {
 	h := sha256.New()
 	field := func(name string, v []byte) {
 		fmt.Fprintf(h, "%s %d\n", name, len(v))
@@ -143,16 +151,18 @@ func (x *unitRun) initFingerprint(manifest, backend string, files []configFile) 
 	lock, _ := os.ReadFile(filepath.Join(x.dir, lockFileName))
 	field("lockfile", lock)
 	field("backend", []byte(backend))
-	key, _ := moduleKey(x.tree)
+	key, _ := moduleKey(x.tree, x.dynamicCall(root.early))
 	field("calls", []byte(key))
-	for _, f := range files {
+	for _, f := range root.files {
 		field("config "+f.name, f.data)
 	}
 	if manifest != "" {
 		m, _ := os.ReadFile(manifest)
 		field("modules", m)
 	}
-	field("args", []byte(strings.Join(initArgs(x.u.Args, false), "\x00")))
+	a := x.u.Args
+	a.initVars = false // the values init reads are in the backend and calls fields
+	field("args", []byte(strings.Join(initArgs(a, false), "\x00")))
 	for _, k := range []string{"TF_CLI_ARGS", "TF_CLI_ARGS_init"} {
 		field(k, []byte(x.env[k]))
 	}
@@ -198,28 +208,46 @@ type configFile struct {
 	data []byte
 }
 
-// readRootConfig reads the root module's configuration files (*.tf and
-// *.tf.json, overrides included; not variable files), once per unit for
-// both the backend fingerprint and the init record. Only regular files
-// are opened.
-func readRootConfig(dir string) ([]configFile, error) {
-	ents, err := os.ReadDir(dir)
+// rootConfig is what init depends on in the root module, read once per
+// init check for both the backend fingerprint and the init record.
+type rootConfig struct {
+	files []configFile
+	// early is set when the engine evaluates variables at init
+	// (earlyEvaluation): what the backend and module calls may read.
+	early *earlyInputs
+}
+
+// readRootConfig reads the root module's configuration files, the ones
+// the unit's engine reads (modtree.ReadConfig: *.tf and *.tf.json, and
+// under OpenTofu *.tofu and *.tofu.json, a NAME.tofu hiding NAME.tf;
+// overrides included; not variable files), and, where the engine
+// evaluates variables early, the values the unit gives them. Only regular
+// files are opened.
+func (x *unitRun) readRootConfig() (*rootConfig, error) {
+	env := x.env
+	if env == nil && earlyEvaluation(x.rs.eng) {
+		// Before the pipeline sets the unit's environment (the module
+		// fetch): the same TF_VAR_* as the one it will set.
+		env = unitEnv(processEnv(), x.w.Env(), "", x.u.Env)
+	}
+	return readRootConfigAt(x.dir, configRule(x.rs.eng.Kind), earlyEvaluation(x.rs.eng), x.u.Args, env)
+}
+
+// readRootConfigAt is readRootConfig for the root module in dir, read by
+// rule, with the unit's arguments and environment when early is set.
+func readRootConfigAt(dir string, rule modtree.Files, early bool, a Args, env map[string]string) (*rootConfig, error) {
+	cfs, err := modtree.ReadConfig(dir, nil, rule)
 	if err != nil {
 		return nil, err
 	}
-	var out []configFile
-	for _, e := range ents {
-		n := e.Name()
-		if !e.Type().IsRegular() || strings.HasPrefix(n, ".") || !(strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json")) {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, configFile{name: n, data: b})
+	root := &rootConfig{}
+	for _, cf := range cfs {
+		root.files = append(root.files, configFile{name: cf.Name, data: cf.Data})
 	}
-	return out, nil
+	if early {
+		root.early = newEarlyInputs(root.files, dir, a, env)
+	}
+	return root, nil
 }
 
 // needsInitRe matches terraform's ways of saying the working directory
@@ -233,16 +261,18 @@ var backendChangedRe = regexp.MustCompile(`(?i)Backend configuration changed|Bac
 func backendChanged(err error) bool { return backendChangedRe.MatchString(err.Error()) }
 
 // backendFingerprint hashes the root module's backend (or cloud) blocks,
-// in HCL and JSON files, with the -backend-config values and the
-// content of the files they name (relative to dir). "" when the module
-// has no backend.
-func backendFingerprint(files []configFile, dir string, backendConfig []string) string {
+// in HCL files (.tf, .tofu) and JSON files (.tf.json, .tofu.json), with
+// the -backend-config values and the content of the files they name
+// (relative to dir), and, with early evaluation, what the blocks'
+// references read (the variables' defaults and values, the locals on the
+// way; see earlyInputs.digest). "" when the module has no backend.
+func backendFingerprint(root *rootConfig, dir string, backendConfig []string) string {
 	var parts []string
-	for _, f := range files {
-		if strings.HasSuffix(f.name, ".tf") {
-			parts = append(parts, hclBackends(f.data)...)
-		} else {
+	for _, f := range root.files {
+		if modtree.IsJSON(f.name) {
 			parts = append(parts, jsonBackends(f.data)...)
+		} else {
+			parts = append(parts, hclBackends(f.data)...)
 		}
 	}
 	if len(parts) == 0 {
@@ -252,6 +282,11 @@ func backendFingerprint(files []configFile, dir string, backendConfig []string) 
 	h := sha256.New()
 	for _, p := range parts {
 		fmt.Fprintf(h, "block %d\n%s", len(p), p)
+	}
+	if root.early != nil {
+		if d := root.early.digest(root.early.backendRefs()); d != "" {
+			fmt.Fprintf(h, "early %s\n", d)
+		}
 	}
 	for _, bc := range backendConfig {
 		fmt.Fprintf(h, "config %s\n", bc)
@@ -296,8 +331,8 @@ func hclBackends(src []byte) []string {
 	return out
 }
 
-// jsonBackends returns the backend and cloud settings of a .tf.json
-// file's terraform blocks, re-encoded canonically.
+// jsonBackends returns the backend and cloud settings of a .tf.json or
+// .tofu.json file's terraform blocks, re-encoded canonically.
 func jsonBackends(src []byte) []string {
 	var doc map[string]json.RawMessage
 	if json.Unmarshal(src, &doc) != nil {

@@ -22,7 +22,7 @@ func TestModuleKey(t *testing.T) {
 		}
 		return filepath.Join(dir, "c")
 	}
-	moduleKey := func(dir string) (string, bool) { return moduleKey(modtree.Walk(dir)) }
+	moduleKey := func(dir string) (string, bool) { return moduleKey(modtree.Walk(dir, modtree.TerraformFiles), nil) }
 	nested := map[string]string{
 		"c/main.tf": `module "net" { source = "../modules/net" }`,
 		"modules/net/a.tf": `module "vpc" {

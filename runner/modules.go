@@ -33,12 +33,20 @@ type modSnapshot struct {
 
 // moduleKey returns what decides the result of `terraform get` for a
 // module tree: every module call's key path, source and version
-// constraint, and whether any source is remote. Units with equal keys get
-// the same modules directory from one fetch.
-func moduleKey(tree *modtree.Tree) (key string, remote bool) {
+// constraint, and whether any source is remote (or built from variables:
+// tofu get resolves it). Units with equal keys get the same modules
+// directory from one fetch. A call whose source or version is built from
+// variables (modtree.Call.Dynamic) is keyed by its text and dyn(c), what
+// its value depends on (see dynamicCall): it is never shared with a unit
+// that gives the variables other values. dyn may be nil.
+func moduleKey(tree *modtree.Tree, dyn func(modtree.Call) string) (key string, remote bool) {
 	lines := make([]string, 0, len(tree.Calls))
 	for _, c := range tree.Calls {
-		lines = append(lines, c.Key+"\t"+c.Source+"\t"+c.Version)
+		l := c.Key + "\t" + c.Source + "\t" + c.Version
+		if c.Dynamic && dyn != nil {
+			l += "\t" + dyn(c)
+		}
+		lines = append(lines, l)
 		remote = remote || !c.Local
 	}
 	slices.Sort(lines)
@@ -62,7 +70,15 @@ func moduleKey(tree *modtree.Tree) (key string, remote bool) {
 // other instances get it too.
 func (x *unitRun) modules(ctx context.Context) (string, error) {
 	w := x.w
-	key, remote := moduleKey(x.tree)
+	var early *earlyInputs
+	if x.hasDynamicCalls() && earlyEvaluation(x.rs.eng) {
+		root, err := x.readRootConfig()
+		if err != nil {
+			return "", fmt.Errorf("read the root module: %w", err)
+		}
+		early = root.early
+	}
+	key, remote := moduleKey(x.tree, x.dynamicCall(early))
 	if !remote {
 		return "", nil
 	}
@@ -98,6 +114,32 @@ func (x *unitRun) modules(ctx context.Context) (string, error) {
 		x.refreshStore(ctx, key, snap, inst.have)
 	}
 	return filepath.Join(w.DataDir, modulesDir, manifestName), nil
+}
+
+// hasDynamicCalls reports whether a module call of the unit's tree has a
+// source or version built from variables.
+func (x *unitRun) hasDynamicCalls() bool {
+	return slices.ContainsFunc(x.tree.Calls, func(c modtree.Call) bool { return c.Dynamic })
+}
+
+// dynamicCall returns, for moduleKey, what a call's source and version
+// built from variables depend on, so that the module store is keyed by
+// the evaluated source: for a call in the root module, the digest of the
+// variables and locals its expressions reach, with the values this unit
+// gives them (earlyInputs.digest); for a call in a child module, whose
+// variables come from its caller's arguments, the instance itself (its
+// modules are never shared with another instance). Without early
+// evaluation (early is nil) the engine reads the text as it is.
+func (x *unitRun) dynamicCall(early *earlyInputs) func(modtree.Call) string {
+	if early == nil {
+		return nil
+	}
+	return func(c modtree.Call) string {
+		if c.Parent != x.tree.Root {
+			return "instance " + x.w.ID
+		}
+		return "early " + early.digest(early.moduleRefs(c.Name))
+	}
 }
 
 // storeKey is the module store's key for a module key: modules fetched by
@@ -242,10 +284,7 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (mo
 	}
 	tf := &tfProcess{path: x.rs.eng.Path, dir: w.Dir, env: environ(unitEnv(processEnv(), w.Env(), cliConfig, x.u.Env)),
 		grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out}
-	args := []string{"get", "-no-color"}
-	if update {
-		args = append(args, "-update")
-	}
+	args := getArgs(x.u.Args, update)
 	err := x.retry(ctx, PhaseInit, func() error {
 		_, err := tf.run(ctx, args, runOpts{})
 		return err

@@ -161,7 +161,7 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	x.tree = modtree.Walk(x.dir)
+	x.tree = modtree.Walk(x.dir, configRule(x.rs.eng.Kind))
 	if x.rs.cfg.cache != nil {
 		if x.user, x.userDigest, err = x.userCLIConfig(); err != nil {
 			return fmt.Errorf("read your CLI config: %w", err)
@@ -279,7 +279,7 @@ func (x *unitRun) workspace(ctx context.Context) error {
 	if currentWorkspace(x.w.DataDir) == ws {
 		return nil
 	}
-	_, err := x.run(ctx, PhaseInit, "workspace select", func(string) []string { return workspaceArgs(ws) }, runOpts{})
+	_, err := x.run(ctx, PhaseInit, "workspace select", func(string) []string { return workspaceArgs(ws, x.u.Args) }, runOpts{})
 	if err != nil {
 		return fmt.Errorf("workspace %q: %w", ws, err)
 	}

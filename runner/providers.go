@@ -27,7 +27,7 @@ type setup struct {
 // singleflight leader for that requirement set and writes it into the
 // workdir.
 func (x *unitRun) providers(ctx context.Context, manifest string) (setup, error) {
-	reqs, err := discover(x.tree, manifest, x.rs.eng.RegistryHost(), x.u.Args.Upgrade)
+	reqs, err := discover(x.tree, manifest, x.rs.eng.RegistryHost(), x.u.Args.Upgrade, configRule(x.rs.eng.Kind))
 	if err != nil {
 		return setup{}, fmt.Errorf("discover providers: %w", err)
 	}

@@ -132,7 +132,7 @@ func (r *Runner) Run(ctx context.Context, cmd Command, units ...Unit) (*Report, 
 	if err != nil {
 		return nil, err
 	}
-	rs, err := r.newRunState(cmd, eng, units, g)
+	rs, err := r.newRunState(cmd, eng, forEngine(units, eng), g)
 	if err != nil {
 		return nil, err
 	}

@@ -84,6 +84,11 @@ type Args struct {
 	// modules are fetched afresh (get -update) and replace the module
 	// store's set, so the component's other instances get them too.
 	Upgrade bool
+
+	// initVars passes Vars and VarFiles to init, get and workspace select
+	// too: set by Run for an engine that evaluates variables early
+	// (OpenTofu 1.8 and later; see forEngine).
+	initVars bool
 }
 
 func (u *Unit) id() string {

@@ -35,8 +35,8 @@ type layout struct {
 // relative source resolvable. Problems in the tree are not an error here:
 // terraform reports them better, and the files still need to be in the
 // workdir for it to do so.
-func discover(ctx context.Context, log *slog.Logger, component string) layout {
-	tr := modtree.Walk(component)
+func discover(ctx context.Context, log *slog.Logger, component string, rule modtree.Files) layout {
+	tr := modtree.Walk(component, rule)
 	if err := tr.Err(); err != nil {
 		log.DebugContext(ctx, "module tree has errors; following what parsed", "dir", component, "err", err)
 	}
@@ -52,7 +52,7 @@ func discover(ctx context.Context, log *slog.Logger, component string) layout {
 	}
 	sort.Strings(missing)
 	base := commonAncestor(all)
-	l := layout{base: base, missing: missing, reads: remoteStateReads(ctx, log, tr)}
+	l := layout{base: base, missing: missing, reads: remoteStateReads(ctx, log, tr, rule)}
 	comp, _ := filepath.Rel(base, component)
 	l.component = filepath.ToSlash(comp)
 	var kept []string
@@ -75,10 +75,10 @@ next:
 // resolves them against its working directory, whichever module reads
 // them), keeping only those inside the root module's directory: a path
 // outside it has no place in the workdir (an absolute path needs none).
-func remoteStateReads(ctx context.Context, log *slog.Logger, tr *modtree.Tree) []string {
+func remoteStateReads(ctx context.Context, log *slog.Logger, tr *modtree.Tree, rule modtree.Files) []string {
 	var out []string
 	for _, d := range tr.LocalDirs() {
-		paths, err := modtree.RemoteStatePaths(d)
+		paths, err := modtree.RemoteStatePaths(d, rule)
 		if err != nil {
 			log.DebugContext(ctx, "cannot read terraform_remote_state sources", "dir", d, "err", err)
 			continue

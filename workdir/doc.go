@@ -26,6 +26,14 @@
 //
 // Guarantees:
 //
+//   - Spec.Engine decides which files of the component and its local
+//     modules are configuration (terraform: *.tf, *.tf.json; OpenTofu also
+//     *.tofu, *.tofu.json, a NAME.tofu hiding NAME.tf), for every walk the
+//     workdir makes: the local modules the layout holds, the local
+//     backend's state places (instance-owned data, adoption, Remove,
+//     CheckState) and the terraform_remote_state inputs. Every source
+//     file is copied whatever the engine. The stamp records the engine; a
+//     Prepare under another engine rebuilds the layout.
 //   - The source tree is only read (DESIGN invariant 1). Files are cloned
 //     copy-on-write (FICLONE) where the filesystem supports it and copied
 //     otherwise; never hard-linked. A source that contains the root, or lies

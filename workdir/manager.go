@@ -38,6 +38,7 @@ type checked struct {
 	id     string
 	source string // absolute component dir, as given (symlinks kept)
 	files  []genFile
+	rule   modtree.Files // which files are configuration: Spec.Engine's
 }
 
 // Spec says which instance to prepare and from what.
@@ -59,6 +60,14 @@ type Spec struct {
 	// state would each manage the same infrastructure. After adopting,
 	// move the state out of the component dir.
 	AdoptState bool
+	// Engine is the engine that will run the workdir: Terraform (also
+	// the empty value) or OpenTofu. It decides which files are
+	// configuration when Prepare follows local module calls, reads the
+	// local backend's state paths and finds terraform_remote_state
+	// inputs (see Engine); another value is refused as invalid. The
+	// runner sets it from the engine it detected. Changing it for an
+	// instance rebuilds the workdir's layout, instance-owned data kept.
+	Engine Engine
 }
 
 // Workdir is a prepared instance working directory. It holds the instance
@@ -97,6 +106,7 @@ type Workdir struct {
 	Digest string
 
 	lock      *instanceLock
+	rule      modtree.Files // Spec.Engine's configuration rule
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -197,6 +207,10 @@ func (m *Manager) check(s Spec) (*checked, error) {
 		return nil, err
 	}
 	c := &checked{id: id}
+	var ok bool
+	if c.rule, ok = s.Engine.files(); !ok {
+		return c, invalid("engine", string(s.Engine), "is neither %q nor %q", Terraform, OpenTofu)
+	}
 	if c.source, err = checkSource(s.Source); err != nil {
 		return c, err
 	}
@@ -215,7 +229,7 @@ func (m *Manager) check(s Spec) (*checked, error) {
 				overlay[g.name] = g.data
 			}
 		}
-		b, _ := modtree.ReadBackend(c.source, overlay) // unreadable: terraform reports it
+		b, _ := modtree.ReadBackend(c.source, overlay, c.rule) // unreadable: terraform reports it
 		owned := statePathsOf(b, ".")
 		for _, g := range c.files {
 			if owned.has(g.name) {
@@ -297,13 +311,13 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 	if err := checkHome(filepath.Join(m.root, id)); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}
-	st, err := m.materialize(ctx, id, c.source, c.files)
+	st, err := m.materialize(ctx, id, c.source, c.files, c.rule)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}
 	home := filepath.Join(m.root, id)
 	dir := filepath.Join(home, srcDir, filepath.FromSlash(st.Component))
-	b, _ := modtree.ReadBackend(dir, nil) // the workdir's copy, generated files included; unreadable: terraform reports it
+	b, _ := modtree.ReadBackend(dir, nil, c.rule) // the workdir's copy, generated files included; unreadable: terraform reports it
 	if err := m.sourceState(ctx, id, s.Stack, s.Instance, home, dir, c.source, b, s.AdoptState); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}
@@ -317,6 +331,7 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 		Holder:   lk.waitedFor,
 		Digest:   digest(st, c.files),
 		lock:     lk,
+		rule:     c.rule,
 	}, nil
 }
 

@@ -21,12 +21,13 @@ import (
 type input struct {
 	source  string          // absolute component dir
 	files   []genFile       // generated files
+	rule    modtree.Files   // which files are configuration (Spec.Engine)
 	backend modtree.Backend // the component's backend, generated files included
 }
 
 // materialize makes root/id match the source and generated files. The
 // caller holds the instance lock.
-func (m *Manager) materialize(ctx context.Context, id, source string, files []genFile) (*stamp, error) {
+func (m *Manager) materialize(ctx context.Context, id, source string, files []genFile, rule modtree.Files) (*stamp, error) {
 	home := filepath.Join(m.root, id)
 	scratch := filepath.Join(m.root, tmpDir, id)
 	// Leftovers of a cold build or removal killed before its rename; nobody
@@ -39,7 +40,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	if err != nil && !cold {
 		return nil, err
 	}
-	in := input{source: source, files: files, backend: m.readBackend(ctx, source, files)}
+	in := input{source: source, files: files, rule: rule, backend: m.readBackend(ctx, source, files, rule)}
 	var old *stamp
 	if !cold {
 		old = readStamp(home)
@@ -53,7 +54,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 		}
 	}
 
-	lay := discover(ctx, m.log, source)
+	lay := discover(ctx, m.log, source, rule)
 	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(in.backend, lay.component), inputsOf(lay.reads, lay.component, in.backend))
 	if err != nil {
 		return nil, err
@@ -92,14 +93,14 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 // included (a generated backend.tf.json is the usual place for it). A
 // configuration it cannot read is terraform's to report; the default
 // local state places still apply.
-func (m *Manager) readBackend(ctx context.Context, source string, files []genFile) modtree.Backend {
+func (m *Manager) readBackend(ctx context.Context, source string, files []genFile, rule modtree.Files) modtree.Backend {
 	overlay := map[string][]byte{}
 	for _, g := range files {
 		if !strings.Contains(g.name, "/") {
 			overlay[g.name] = g.data
 		}
 	}
-	b, err := modtree.ReadBackend(source, overlay)
+	b, err := modtree.ReadBackend(source, overlay, rule)
 	if err != nil {
 		m.log.DebugContext(ctx, "cannot read the backend configuration; assuming local defaults", "source", source, "err", err)
 	}
@@ -128,7 +129,7 @@ func (m *Manager) noteSkipped(ctx context.Context, id string, set *scan) {
 // generated names is unchanged, so only generated contents may need
 // rewriting. It reads the source but copies nothing.
 func (m *Manager) warm(ctx context.Context, home string, old *stamp, in input) (*stamp, *scan, bool, error) {
-	if old == nil || !old.Complete || old.Source != in.source || old.Materialized == "" || !old.ReadsKnown || !stillMissing(old.Missing) {
+	if old == nil || !old.Complete || old.Source != in.source || old.Engine != stampEngine(in.rule) || old.Materialized == "" || !old.ReadsKnown || !stillMissing(old.Missing) {
 		return nil, nil, false, nil
 	}
 	gen := genPaths(old.Component, in.files)
@@ -200,7 +201,7 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 	}
 
 	next := &stamp{
-		Source: in.source, Base: lay.base, Component: lay.component, Dirs: lay.dirs, Missing: lay.missing,
+		Source: in.source, Engine: stampEngine(in.rule), Base: lay.base, Component: lay.component, Dirs: lay.dirs, Missing: lay.missing,
 		Files: newFiles, Generated: gen, Reads: lay.reads, ReadsKnown: true,
 	}
 	if old != nil {

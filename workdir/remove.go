@@ -95,7 +95,7 @@ func findState(home string) ([]string, error) {
 	if st != nil && st.Component != "" {
 		comp = st.Component
 	}
-	b, _ := modtree.ReadBackend(filepath.Join(src, filepath.FromSlash(comp)), nil)
+	b, _ := modtree.ReadBackend(filepath.Join(src, filepath.FromSlash(comp)), nil, stampFiles(st))
 	owned := statePathsOf(b, comp)
 	stateName := path.Base(filepath.ToSlash(b.StatePath()))
 	var found []string

@@ -21,6 +21,7 @@ type stamp struct {
 	Version   int      `json:"version"`
 	Complete  bool     `json:"complete"`
 	Source    string   `json:"source"`            // absolute component dir
+	Engine    string   `json:"engine,omitempty"`  // the configuration rule followed: "" terraform's, "tofu" OpenTofu's
 	Base      string   `json:"base"`              // absolute common ancestor of the source set
 	Component string   `json:"component"`         // slash path of the component under Base and under src/
 	Dirs      []string `json:"dirs"`              // slash dirs under Base that make up the source set

@@ -38,7 +38,7 @@ import (
 // file is refused even where no backup was written. A backend that keeps
 // no local state passes.
 func (w *Workdir) CheckState(workspace string) error {
-	b, _ := modtree.ReadBackend(w.Dir, nil) // unreadable: terraform reports it; local defaults apply
+	b, _ := modtree.ReadBackend(w.Dir, nil, w.rule) // unreadable: terraform reports it; local defaults apply
 	if !b.Local() {
 		return nil
 	}

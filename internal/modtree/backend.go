@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -69,27 +68,26 @@ var (
 // ReadBackend reads the backend (or cloud) block of the root module in
 // dir. overlay holds files that replace or add to dir's own, by base name
 // (the generated files a caller writes beside the module); names with a
-// directory part are ignored. Files are taken the way terraform takes
-// them: *.tf and *.tf.json, hidden and editor backup files ignored,
-// override files (override.tf, *_override.tf) applied last, each
-// replacing the backend before it.
+// directory part are ignored. Files are taken the way the engine takes
+// them (see Files and ReadConfig): hidden and editor backup files
+// ignored, override files (override.tf, *_override.tf and their other
+// spellings) applied last, each replacing the backend before it.
 //
 // It returns an error wrapping ErrBackend naming the file when two
 // primary files declare a backend, or a local path is not a literal
-// string; settings given on the command line (-backend-config) are not
-// seen.
-func ReadBackend(dir string, overlay map[string][]byte) (Backend, error) {
-	files, err := readConfigFiles(dir, overlay)
+// string (OpenTofu's early evaluation: a path built from a variable is
+// not known here); settings given on the command line (-backend-config)
+// are not seen.
+func ReadBackend(dir string, overlay map[string][]byte, rule Files) (Backend, error) {
+	files, err := ReadConfig(dir, overlay, rule)
 	if err != nil {
 		return Backend{}, fmt.Errorf("read backend of %s: %w", dir, err)
 	}
-	primary, override := splitOverrides(files)
 	var out Backend
 	p := hclparse.NewParser()
-	for i, n := range append(primary, override...) {
-		isOverride := i >= len(primary)
-		path := filepath.Join(dir, n)
-		f := parseFile(p, path, files[n])
+	for _, cf := range files {
+		path := filepath.Join(dir, cf.Name)
+		f := parseFile(p, path, cf.Data)
 		if f == nil {
 			continue // a file that does not parse declares no backend we could honour
 		}
@@ -100,7 +98,7 @@ func ReadBackend(dir string, overlay map[string][]byte) (Backend, error) {
 		if !found {
 			continue
 		}
-		if !isOverride && out.File != "" {
+		if !cf.Override && out.File != "" {
 			return Backend{}, fmt.Errorf("%w: %s and %s both declare a backend", ErrBackend, out.File, path)
 		}
 		out = got
@@ -108,58 +106,66 @@ func ReadBackend(dir string, overlay map[string][]byte) (Backend, error) {
 	return out, nil
 }
 
-// readConfigFiles reads the configuration files of the module in dir the
-// way terraform takes them (*.tf and *.tf.json, hidden and editor backup
-// files ignored, only regular files opened), with overlay's files (by
-// base name; names with a directory part ignored) replacing or adding to
-// them.
-func readConfigFiles(dir string, overlay map[string][]byte) (map[string][]byte, error) {
-	files := map[string][]byte{}
+// ConfigFile is one configuration file of a module directory.
+type ConfigFile struct {
+	Name     string // base name, as in the directory (or the overlay)
+	Data     []byte
+	Override bool // an override file: applied after every primary file
+}
+
+// ReadConfig reads the configuration files of the module in dir that an
+// engine with the given rule reads (see Files.Select), with overlay's
+// files (by base name; names with a directory part ignored) replacing or
+// adding to them before the rule is applied. Only regular files are
+// opened (links followed). The result lists the primary files sorted by
+// name, then the override files sorted by name: the order the engine
+// merges them in.
+func ReadConfig(dir string, overlay map[string][]byte, rule Files) ([]ConfigFile, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
+	var names []string
 	for _, de := range ents {
 		n := de.Name()
-		if !configName(n) || strings.HasSuffix(n, "~") {
+		if !rule.Candidate(n) {
 			continue
 		}
 		if _, ok := overlay[n]; ok {
 			continue
 		}
-		fh, err := OpenRegular(filepath.Join(dir, n))
-		if err != nil {
-			continue // a directory, FIFO or dangling link: not configuration terraform reads either
+		if fi, err := os.Stat(filepath.Join(dir, n)); err != nil || !fi.Mode().IsRegular() {
+			continue // a directory, FIFO or dangling link: not configuration the engine reads either
 		}
-		b, err := io.ReadAll(fh)
-		fh.Close()
-		if err != nil {
-			return nil, err
-		}
-		files[n] = b
+		names = append(names, n)
 	}
-	for n, b := range overlay {
-		if configName(n) && !strings.ContainsAny(n, `/\`) {
-			files[n] = b
+	for n := range overlay {
+		if !strings.ContainsAny(n, `/\`) {
+			names = append(names, n)
 		}
 	}
-	return files, nil
-}
-
-// splitOverrides returns the primary and the override files' names,
-// each sorted.
-func splitOverrides(files map[string][]byte) (primary, override []string) {
-	for n := range files {
-		base := strings.TrimSuffix(strings.TrimSuffix(n, ".json"), ".tf")
-		if base == "override" || strings.HasSuffix(base, "_override") {
-			override = append(override, n)
+	var primary, override []ConfigFile
+	for _, n := range rule.Select(names) {
+		b, ok := overlay[n]
+		if !ok {
+			fh, err := OpenRegular(filepath.Join(dir, n))
+			if err != nil {
+				continue // replaced by something else since the listing
+			}
+			b, err = io.ReadAll(fh)
+			fh.Close()
+			if err != nil {
+				return nil, err
+			}
+		}
+		cf := ConfigFile{Name: n, Data: b, Override: isOverride(n)}
+		if cf.Override {
+			override = append(override, cf)
 		} else {
-			primary = append(primary, n)
+			primary = append(primary, cf)
 		}
 	}
-	sort.Strings(primary)
-	sort.Strings(override)
-	return primary, override
+	return append(primary, override...), nil
 }
 
 // parseFile parses one configuration file, nil when it does not parse
@@ -167,7 +173,7 @@ func splitOverrides(files map[string][]byte) (primary, override []string) {
 func parseFile(p *hclparse.Parser, path string, b []byte) *hcl.File {
 	var f *hcl.File
 	var diags hcl.Diagnostics
-	if strings.HasSuffix(path, ".json") {
+	if IsJSON(path) {
 		f, diags = p.ParseJSON(b, path)
 	} else {
 		f, diags = p.ParseHCL(b, path)

@@ -52,7 +52,7 @@ func TestReadBackend(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, tc.files)
-			got, err := ReadBackend(dir, tc.overlay)
+			got, err := ReadBackend(dir, tc.overlay, TerraformFiles)
 			require.NoError(t, err)
 			if tc.want.File != "" {
 				tc.want.File = filepath.Join(dir, tc.want.File)
@@ -84,11 +84,11 @@ func TestReadBackendRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, tc.files)
-			_, err := ReadBackend(dir, nil)
+			_, err := ReadBackend(dir, nil, TerraformFiles)
 			require.ErrorIs(t, err, ErrBackend)
 			require.Contains(t, err.Error(), tc.names)
 		})
 	}
-	_, err := ReadBackend(filepath.Join(t.TempDir(), "missing"), nil)
+	_, err := ReadBackend(filepath.Join(t.TempDir(), "missing"), nil, TerraformFiles)
 	require.Error(t, err)
 }

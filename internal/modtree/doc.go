@@ -1,6 +1,8 @@
-// Package modtree is the one walk of a Terraform module tree that the SDK
-// does: from a root module directory through every module call, following
-// local sources recursively, the way terraform init resolves them.
+// Package modtree is the one walk of a Terraform (or OpenTofu) module
+// tree that the SDK does: from a root module directory through every
+// module call, following local sources recursively, the way terraform
+// init resolves them. It is also the one place that decides which files
+// of a module directory are configuration (Files).
 //
 // Walk parses each directory with terraform-config-inspect and returns a
 // Tree: every module instance by its key path ("" is the root, "a" a call
@@ -11,6 +13,17 @@
 //
 // Guarantees:
 //
+//   - One rule for configuration files, the engine's (Files):
+//     TerraformFiles reads *.tf and *.tf.json, TofuFiles also *.tofu and
+//     *.tofu.json, a NAME.tofu hiding NAME.tf and a NAME.tofu.json hiding
+//     NAME.tf.json, as OpenTofu's loader does; hidden and editor backup
+//     files are never read. Walk, ReadBackend, RemoteStatePaths and
+//     ReadConfig all take their files by it. terraform-config-inspect
+//     knows only terraform's extensions: the walk lists a NAME.tofu to it
+//     as the NAME.tf it hides, and reports the real names back.
+//   - A module source or version built from variables or locals
+//     (OpenTofu's early evaluation) is a Dynamic call: its text is kept,
+//     it is never local and never followed.
 //   - One rule for local sources, terraform's: a source is local exactly
 //     when it starts with "./" or "../" (IsLocal). Every other source is
 //     remote: it is listed with its version constraint and not followed.

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/hashicorp/terraform-config-inspect/tfconfig"
@@ -38,20 +37,35 @@ func OpenRegular(path string) (*os.File, error) {
 }
 
 // regularFS is the filesystem the walk hands terraform-config-inspect:
-// directory listings show only directories and the regular files
-// terraform reads as configuration (links followed), and files are opened with OpenRegular, so a FIFO named
-// main.tf is never read (the default filesystem would block on it
-// forever).
+// directory listings show only directories and the configuration files
+// the engine's rule selects (links followed; see Files.Select), and
+// files are opened with OpenRegular, so a FIFO named main.tf is never
+// read (the default filesystem would block on it forever).
+//
+// terraform-config-inspect knows only terraform's extensions: under
+// TofuFiles a NAME.tofu is listed as NAME.tf (and NAME.tofu.json as
+// NAME.tf.json), which cannot clash with a real NAME.tf because the
+// .tofu file hides it; real maps each such listed path back to the file
+// that is read.
 type regularFS struct {
+	files   Files
 	skipped []string
+	real    map[string]string // listed path -> real path, for renamed OpenTofu files
 }
 
 var _ tfconfig.FS = (*regularFS)(nil)
 
-func (f *regularFS) Open(name string) (tfconfig.File, error) { return OpenRegular(name) }
+func (f *regularFS) path(name string) string {
+	if r, ok := f.real[name]; ok {
+		return r
+	}
+	return name
+}
+
+func (f *regularFS) Open(name string) (tfconfig.File, error) { return OpenRegular(f.path(name)) }
 
 func (f *regularFS) ReadFile(name string) ([]byte, error) {
-	fh, err := OpenRegular(name)
+	fh, err := OpenRegular(f.path(name))
 	if err != nil {
 		return nil, err
 	}
@@ -62,23 +76,74 @@ func (f *regularFS) ReadFile(name string) ([]byte, error) {
 func (f *regularFS) ReadDir(dir string) ([]os.FileInfo, error) {
 	ents, err := os.ReadDir(dir)
 	out := make([]os.FileInfo, 0, len(ents))
+	regular := map[string]os.FileInfo{}
+	var names []string
 	for _, de := range ents {
 		fi, serr := os.Stat(filepath.Join(dir, de.Name())) // follows links; Name stays the link's
-		// Only what terraform reads as a module's files: terraform-config-
-		// inspect also reads files terraform ignores in a module (a
-		// Stacks *.tfcomponent.hcl, which it panics on).
-		if serr == nil && (fi.IsDir() || fi.Mode().IsRegular() && configName(de.Name())) {
+		switch {
+		case serr == nil && fi.IsDir():
 			out = append(out, fi)
-			continue
-		}
-		if configName(de.Name()) {
+		case serr == nil && fi.Mode().IsRegular():
+			regular[de.Name()] = fi
+			names = append(names, de.Name())
+		case f.files.Candidate(de.Name()):
 			f.skipped = append(f.skipped, de.Name())
 		}
+	}
+	for _, n := range f.files.Select(names) {
+		fi := regular[n]
+		if tn := asTerraformName(n); tn != n {
+			if f.real == nil {
+				f.real = map[string]string{}
+			}
+			f.real[filepath.Join(dir, tn)] = filepath.Join(dir, n)
+			fi = renamed{fi, tn}
+		}
+		out = append(out, fi)
 	}
 	return out, err
 }
 
-// configName reports names terraform would read as configuration.
-func configName(name string) bool {
-	return !strings.HasPrefix(name, ".") && (strings.HasSuffix(name, ".tf") || strings.HasSuffix(name, ".tf.json"))
+// renamed is a FileInfo listed under another name.
+type renamed struct {
+	os.FileInfo
+	name string
+}
+
+func (r renamed) Name() string { return r.name }
+
+// fixPositions puts the real file names (NAME.tofu, not the NAME.tf it
+// was listed as) back into what terraform-config-inspect reports.
+func (f *regularFS) fixPositions(cfg *tfconfig.Module, diags tfconfig.Diagnostics) {
+	if len(f.real) == 0 {
+		return
+	}
+	for i := range diags {
+		if diags[i].Pos != nil {
+			diags[i].Pos.Filename = f.path(diags[i].Pos.Filename)
+		}
+	}
+	if cfg == nil {
+		return
+	}
+	for i := range cfg.Diagnostics {
+		if cfg.Diagnostics[i].Pos != nil {
+			cfg.Diagnostics[i].Pos.Filename = f.path(cfg.Diagnostics[i].Pos.Filename)
+		}
+	}
+	for _, v := range cfg.Variables {
+		v.Pos.Filename = f.path(v.Pos.Filename)
+	}
+	for _, o := range cfg.Outputs {
+		o.Pos.Filename = f.path(o.Pos.Filename)
+	}
+	for _, r := range cfg.ManagedResources {
+		r.Pos.Filename = f.path(r.Pos.Filename)
+	}
+	for _, r := range cfg.DataResources {
+		r.Pos.Filename = f.path(r.Pos.Filename)
+	}
+	for _, c := range cfg.ModuleCalls {
+		c.Pos.Filename = f.path(c.Pos.Filename)
+	}
 }

@@ -22,7 +22,7 @@ func TestWalkSkipsFIFO(t *testing.T) {
 	t.Cleanup(func() { unblockFIFO(fifo) })
 
 	done := make(chan *Tree, 1)
-	go func() { done <- Walk(root) }()
+	go func() { done <- Walk(root, TerraformFiles) }()
 	var tr *Tree
 	select {
 	case tr = <-done:
@@ -35,7 +35,7 @@ func TestWalkSkipsFIFO(t *testing.T) {
 
 	_, err := OpenRegular(fifo)
 	require.ErrorIs(t, err, ErrNotRegular)
-	b, err := ReadBackend(root, nil)
+	b, err := ReadBackend(root, nil, TerraformFiles)
 	require.NoError(t, err)
 	require.True(t, b.Local())
 }

@@ -28,9 +28,11 @@ func TestStacksFilesIgnored(t *testing.T) {
 		"net/main.tf":               `output "id" { value = 1 }`,
 		"net/other.tfcomponent.hcl": stacksComponent,
 	})
-	tr := Walk(filepath.Join(dir, "root"))
-	require.NoError(t, tr.Err())
-	require.Equal(t, []string{"net"}, keys(tr.Calls))
+	for _, files := range []Files{TerraformFiles, TofuFiles} {
+		tr := Walk(filepath.Join(dir, "root"), files)
+		require.NoError(t, tr.Err())
+		require.Equal(t, []string{"net"}, keys(tr.Calls))
+	}
 }
 
 // FuzzWalk feeds malformed HCL and JSON to the walk, as a module's files
@@ -59,11 +61,13 @@ func FuzzWalk(f *testing.F) {
 			"root/x.tfcomponent.hcl": other,
 			"root/m/main.tf":         other,
 		})
-		tr := Walk(filepath.Join(dir, "root"))
-		for d, m := range tr.Modules {
-			require.True(t, m.Err != nil || m.Config != nil, "module %s: neither parsed nor an error", d)
+		for _, files := range []Files{TerraformFiles, TofuFiles} {
+			tr := Walk(filepath.Join(dir, "root"), files)
+			for d, m := range tr.Modules {
+				require.True(t, m.Err != nil || m.Config != nil, "module %s: neither parsed nor an error", d)
+			}
+			_ = tr.Err()
 		}
-		_ = tr.Err()
 		_, err := os.Stat(filepath.Join(dir, "root", "main.tf"))
 		require.NoError(t, err, "the walk only reads")
 	})

@@ -35,6 +35,13 @@ type Call struct {
 	Version string
 	// Local is IsLocal(Source).
 	Local bool
+	// Dynamic is set when the source or version is an expression over
+	// input variables or locals (OpenTofu's early evaluation, 1.8);
+	// Source or Version then holds the expression's text as written
+	// (`var.src`, `"./mods/${var.flavor}"`), the call is not Local and
+	// is not followed: what it names depends on the values the engine is
+	// given. See DynamicExpr.
+	Dynamic bool
 	// Dir is set for local calls only: the calling module's Dir joined
 	// with Source and cleaned lexically (as terraform does), symlinks
 	// kept. Tree.Modules[Dir] describes it.
@@ -80,10 +87,11 @@ type Tree struct {
 	cycles []error
 }
 
-// Walk reads the module tree rooted at root. It never fails as a whole:
+// Walk reads the module tree rooted at root, each directory's files
+// taken by the engine's rule (see Files). It never fails as a whole:
 // problems are recorded on the modules and calls concerned and summed up
 // by Tree.Err.
-func Walk(root string) *Tree {
+func Walk(root string, files Files) *Tree {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		abs = filepath.Clean(root)
@@ -91,6 +99,7 @@ func Walk(root string) *Tree {
 	w := &walker{
 		t:      &Tree{Root: abs, Modules: map[string]*Module{}},
 		parsed: map[string]*Module{},
+		files:  files,
 	}
 	w.visit(abs, "", nil)
 	sort.Slice(w.t.Calls, func(i, j int) bool { return w.t.Calls[i].Key < w.t.Calls[j].Key })
@@ -100,6 +109,7 @@ func Walk(root string) *Tree {
 type walker struct {
 	t      *Tree
 	parsed map[string]*Module // by resolved path: each real directory is parsed once
+	files  Files
 }
 
 // visit follows the calls of the module in dir; chain holds the resolved
@@ -122,7 +132,9 @@ func (w *walker) visit(dir, key string, chain []string) {
 		if key != "" {
 			k = key + "." + n
 		}
-		c := Call{Key: k, Name: n, Source: mc.Source, Version: mc.Version, Local: IsLocal(mc.Source), Parent: dir}
+		c := Call{Key: k, Name: n, Source: mc.Source, Version: mc.Version, Parent: dir,
+			Dynamic: DynamicExpr(mc.Source) || DynamicExpr(mc.Version)}
+		c.Local = !c.Dynamic && IsLocal(mc.Source)
 		if c.Local {
 			c.Dir = filepath.Join(dir, filepath.FromSlash(c.Source))
 			if sub := w.load(c.Dir); sub.Resolved != "" && slices.Contains(chain, sub.Resolved) {
@@ -164,8 +176,9 @@ func (w *walker) load(dir string) *Module {
 		m.Config, m.Err, m.Skipped = p.Config, p.Err, p.Skipped
 		return m
 	}
-	fsys := &regularFS{}
+	fsys := &regularFS{files: w.files}
 	cfg, diags, err := inspect(fsys, dir)
+	fsys.fixPositions(cfg, diags)
 	m.Config, m.Skipped = cfg, fsys.skipped
 	switch {
 	case err != nil:

@@ -77,7 +77,7 @@ module "shared" { source = "../shared" }`,
 		"modules/unused/main.tf": `# never called`,
 	})
 	root := filepath.Join(base, "c")
-	tr := Walk(root)
+	tr := Walk(root, TerraformFiles)
 	require.NoError(t, tr.Err())
 	require.Equal(t, root, tr.Root)
 	require.Equal(t, []string{"a", "a.b", "a.b.shared", "a.shared", "g", "r"}, keys(tr.Calls))
@@ -140,7 +140,7 @@ func TestWalkCycles(t *testing.T) {
 			if tc.link[0] != "" {
 				require.NoError(t, os.Symlink(tc.link[1], filepath.Join(base, tc.link[0])))
 			}
-			tr := Walk(filepath.Join(base, "c"))
+			tr := Walk(filepath.Join(base, "c"), TerraformFiles)
 			require.Equal(t, tc.calls, keys(tr.Calls))
 			c := call(t, tr, tc.cycle)
 			require.True(t, c.Cycle)
@@ -163,7 +163,7 @@ module "y" { source = "../shared-modules/x" }`,
 	})
 	require.NoError(t, os.Symlink("../shared-modules", filepath.Join(base, "c", "modules")))
 	root := filepath.Join(base, "c")
-	tr := Walk(root)
+	tr := Walk(root, TerraformFiles)
 	require.NoError(t, tr.Err())
 	viaLink := filepath.Join(root, "modules", "x")
 	require.Equal(t, viaLink, call(t, tr, "x").Dir)
@@ -190,7 +190,7 @@ module "gone" { source = "../gone" }`,
 		"ok/deeper/main.tf": `output "o" { value = 1 }`,
 	})
 	root := filepath.Join(base, "c")
-	tr := Walk(root)
+	tr := Walk(root, TerraformFiles)
 	require.Equal(t, []string{"gone", "ok", "ok.deeper"}, keys(tr.Calls))
 	require.ErrorIs(t, tr.Modules[root].Err, ErrParse)
 	require.NotNil(t, tr.Modules[root].Config)
@@ -206,7 +206,7 @@ module "gone" { source = "../gone" }`,
 	require.Contains(t, err.Error(), "broken.tf")
 
 	// A missing root is recorded the same way.
-	tr = Walk(filepath.Join(base, "nope"))
+	tr = Walk(filepath.Join(base, "nope"), TerraformFiles)
 	require.Empty(t, tr.Calls)
 	require.ErrorIs(t, tr.Err(), ErrMissing)
 	require.Empty(t, tr.LocalDirs())

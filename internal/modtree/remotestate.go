@@ -19,17 +19,17 @@ var remoteStateSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name:
 // directory, the root module's, wherever the block is), sorted and each
 // once. Only literal strings are seen: a path built from a variable or
 // from path.module is left out, and so are files that do not parse.
-// Files are taken as ReadBackend takes them, without overlay.
-func RemoteStatePaths(dir string) ([]string, error) {
-	files, err := readConfigFiles(dir, nil)
+// Files are taken as ReadBackend takes them, by the engine's rule,
+// without overlay.
+func RemoteStatePaths(dir string, rule Files) ([]string, error) {
+	files, err := ReadConfig(dir, nil, rule)
 	if err != nil {
 		return nil, err
 	}
-	primary, override := splitOverrides(files)
 	p := hclparse.NewParser()
 	seen := map[string]bool{}
-	for _, n := range append(primary, override...) {
-		f := parseFile(p, filepath.Join(dir, n), files[n])
+	for _, cf := range files {
+		f := parseFile(p, filepath.Join(dir, cf.Name), cf.Data)
 		if f == nil {
 			continue
 		}

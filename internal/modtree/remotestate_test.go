@@ -43,10 +43,10 @@ data "terraform_data" "other" {
 	} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
 	}
-	got, err := RemoteStatePaths(dir)
+	got, err := RemoteStatePaths(dir, TerraformFiles)
 	require.NoError(t, err)
 	require.Equal(t, []string{"../db/terraform.tfstate", "inputs/network.tfstate"}, got)
 
-	_, err = RemoteStatePaths(filepath.Join(dir, "missing"))
+	_, err = RemoteStatePaths(filepath.Join(dir, "missing"), TerraformFiles)
 	require.Error(t, err)
 }

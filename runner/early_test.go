@@ -1,0 +1,211 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/go-version"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/engine"
+	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/pluginc"
+)
+
+// Variables go to init, get and workspace select only for an engine that
+// evaluates them early: OpenTofu 1.8 and later.
+func TestEarlyVarArgs(t *testing.T) {
+	tofu := func(v string) engine.Info {
+		return engine.Info{Kind: engine.OpenTofu, Version: version.Must(version.NewVersion(v))}
+	}
+	require.True(t, earlyEvaluation(tofu("1.8.0")))
+	require.True(t, earlyEvaluation(tofu("1.10.6")))
+	require.True(t, earlyEvaluation(tofu("1.8.0-beta1")), "a prerelease of 1.8 has it")
+	require.False(t, earlyEvaluation(tofu("1.7.3")))
+	require.False(t, earlyEvaluation(engine.Info{Kind: engine.Terraform, Version: version.Must(version.NewVersion("1.11.4"))}))
+
+	a := Args{Vars: map[string]string{"b": "2", "a": "1"}, VarFiles: []string{"x.tfvars"}, Targets: []string{"t.x"}}
+	units := forEngine([]Unit{{Args: a}}, tofu("1.10.6"))
+	require.False(t, a.initVars, "the caller's units are not changed")
+	early := units[0].Args
+	vars := []string{"-var-file=x.tfvars", "-var", "a=1", "-var", "b=2"}
+	require.Equal(t, append([]string{"init", "-input=false", "-no-color", "-reconfigure"}, vars...), initArgs(early, true))
+	require.Equal(t, append([]string{"get", "-no-color", "-update"}, vars...), getArgs(early, true))
+	require.Equal(t, append(append([]string{"workspace", "select", "-or-create=true"}, vars...), "blue"), workspaceArgs("blue", early))
+	require.Equal(t, "tofu", string(units[0].Workdir.Engine))
+
+	for _, e := range []engine.Info{tofu("1.7.3"), {Kind: engine.Terraform, Version: version.Must(version.NewVersion("1.11.4"))}} {
+		plain := forEngine([]Unit{{Args: a}}, e)[0].Args
+		require.Equal(t, []string{"init", "-input=false", "-no-color"}, initArgs(plain, false), "%s", e)
+		require.Equal(t, []string{"get", "-no-color"}, getArgs(plain, false), "%s", e)
+		require.Equal(t, []string{"workspace", "select", "-or-create=true", "blue"}, workspaceArgs("blue", plain), "%s", e)
+	}
+}
+
+// The backend fingerprint (the init record's Backend) changes when the
+// backend changes in a .tofu or .tofu.json file, and, with early
+// evaluation, when a variable the backend reads gets another value from
+// Args.Vars, Args.VarFiles, TF_VAR_* or an auto-loaded tfvars file, or
+// another default, also through a local; it does not change for a value
+// the backend does not read. Under terraform's rule .tofu files are not
+// read at all.
+func TestBackendFingerprintSeesTofuAndVariables(t *testing.T) {
+	fp := func(t *testing.T, dir string, rule modtree.Files, early bool, a Args, env map[string]string) string {
+		t.Helper()
+		root, err := readRootConfigAt(dir, rule, early, a, env)
+		require.NoError(t, err)
+		return backendFingerprint(root, dir, a.BackendConfig)
+	}
+	t.Run("tofu files", func(t *testing.T) {
+		dir := t.TempDir()
+		writeTree(t, dir, map[string]string{
+			"main.tf":    `resource "terraform_data" "x" {}`,
+			"backend.tf": "terraform {\n  backend \"local\" { path = \"a.tfstate\" }\n}",
+		})
+		tf := fp(t, dir, modtree.TerraformFiles, false, Args{}, nil)
+		require.NotEmpty(t, tf)
+		require.Equal(t, tf, fp(t, dir, modtree.TofuFiles, true, Args{}, nil))
+
+		// backend.tofu hides backend.tf from OpenTofu only.
+		writeTree(t, dir, map[string]string{"backend.tofu": "terraform {\n  backend \"local\" { path = \"b.tfstate\" }\n}"})
+		require.Equal(t, tf, fp(t, dir, modtree.TerraformFiles, false, Args{}, nil), "a .tofu file changes nothing for terraform")
+		b := fp(t, dir, modtree.TofuFiles, true, Args{}, nil)
+		require.NotEqual(t, tf, b)
+		writeTree(t, dir, map[string]string{"backend.tofu": "terraform {\n  backend \"local\" { path = \"c.tfstate\" }\n}"})
+		c := fp(t, dir, modtree.TofuFiles, true, Args{}, nil)
+		require.NotEqual(t, b, c, "a backend change made in a .tofu file")
+
+		require.NoError(t, os.Remove(filepath.Join(dir, "backend.tofu")))
+		writeTree(t, dir, map[string]string{"backend.tofu.json": `{"terraform": {"backend": {"local": {"path": "d.tfstate"}}}}`})
+		d := fp(t, dir, modtree.TofuFiles, true, Args{}, nil)
+		require.NotEqual(t, tf, d, "backend.tofu.json is read as JSON and adds to backend.tf")
+		writeTree(t, dir, map[string]string{"backend.tofu.json": `{"terraform": {"backend": {"local": {"path": "e.tfstate"}}}}`})
+		require.NotEqual(t, d, fp(t, dir, modtree.TofuFiles, true, Args{}, nil), "a backend change made in a .tofu.json file")
+	})
+	t.Run("variables", func(t *testing.T) {
+		dir := t.TempDir()
+		writeTree(t, dir, map[string]string{
+			"main.tofu": `
+variable "env" {
+  type    = string
+  default = "dev"
+}
+variable "other" { default = "x" }
+locals { state = "states/${var.env}.tfstate" }
+terraform {
+  backend "local" { path = local.state }
+}`,
+			"prod.tfvars": `env = "prod"`,
+			"qa.tfvars":   `env = "qa"`,
+		})
+		base := fp(t, dir, modtree.TofuFiles, true, Args{}, nil)
+		require.NotEmpty(t, base)
+		distinct := map[string]string{"default": base}
+		for name, in := range map[string]struct {
+			a   Args
+			env map[string]string
+		}{
+			"Args.Vars":     {Args{Vars: map[string]string{"env": "prod"}}, nil},
+			"Args.VarFiles": {Args{VarFiles: []string{"qa.tfvars"}}, nil},
+			"TF_VAR_env":    {Args{}, map[string]string{"TF_VAR_env": "stage"}},
+		} {
+			got := fp(t, dir, modtree.TofuFiles, true, in.a, in.env)
+			for other, v := range distinct {
+				require.NotEqual(t, v, got, "%s gives the same fingerprint as %s", name, other)
+			}
+			distinct[name] = got
+		}
+		// Precedence: a -var wins over TF_VAR_ and var files, as in the engine.
+		require.Equal(t, distinct["Args.Vars"], fp(t, dir, modtree.TofuFiles, true,
+			Args{Vars: map[string]string{"env": "prod"}, VarFiles: []string{"qa.tfvars"}}, map[string]string{"TF_VAR_env": "stage"}))
+		// A value the backend does not read changes nothing.
+		require.Equal(t, base, fp(t, dir, modtree.TofuFiles, true, Args{Vars: map[string]string{"other": "y"}}, map[string]string{"TF_VAR_other": "z"}))
+		// Without early evaluation the values are not read.
+		require.Equal(t, fp(t, dir, modtree.TofuFiles, false, Args{}, nil), fp(t, dir, modtree.TofuFiles, false, Args{Vars: map[string]string{"env": "prod"}}, nil))
+		// An auto-loaded file, and another default.
+		writeTree(t, dir, map[string]string{"x.auto.tfvars.json": `{"env": "auto"}`})
+		auto := fp(t, dir, modtree.TofuFiles, true, Args{}, nil)
+		require.NotEqual(t, base, auto)
+		require.NoError(t, os.Remove(filepath.Join(dir, "x.auto.tfvars.json")))
+		require.Equal(t, base, fp(t, dir, modtree.TofuFiles, true, Args{}, nil))
+		main, err := os.ReadFile(filepath.Join(dir, "main.tofu"))
+		require.NoError(t, err)
+		writeTree(t, dir, map[string]string{"main.tofu": string(main) + "\n# the default moves to a file of its own\n"})
+		require.Equal(t, base, fp(t, dir, modtree.TofuFiles, true, Args{}, nil), "a change elsewhere in the file is not a backend change")
+	})
+}
+
+// A module source built from a variable keys the module fetch by what it
+// evaluates to: two units giving the variable different values never
+// share one, two giving it the same value do.
+func TestModuleKeyDynamicSource(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"main.tofu": `
+variable "flavor" { type = string }
+module "m" { source = "./mods/${var.flavor}" }
+module "fixed" { source = "./mods/a" }`})
+	tree := modtree.Walk(dir, modtree.TofuFiles)
+	key := func(vars map[string]string) (string, bool) {
+		root, err := readRootConfigAt(dir, modtree.TofuFiles, true, Args{Vars: vars}, nil)
+		require.NoError(t, err)
+		x := &unitRun{tree: tree}
+		return moduleKey(tree, x.dynamicCall(root.early))
+	}
+	a, remote := key(map[string]string{"flavor": "a"})
+	require.True(t, remote, "a dynamic source is resolved by tofu get, not followed as local")
+	b, _ := key(map[string]string{"flavor": "b"})
+	a2, _ := key(map[string]string{"flavor": "a", "unrelated": "z"})
+	require.NotEqual(t, a, b)
+	require.Equal(t, a, a2)
+}
+
+// Provider requirements declared in versions.tofu are found under
+// OpenTofu's rule (and hide versions.tf's), and not under terraform's.
+func TestDiscoverTofuFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"main.tf":       `resource "terraform_data" "x" {}`,
+		"versions.tofu": "terraform {\n  required_providers {\n    tfitest = { source = \"example.invalid/ns/tfitest\", version = \"1.0.0\" }\n  }\n}",
+		"versions.tf":   "terraform {\n  required_providers {\n    other = { source = \"example.invalid/ns/other\" }\n  }\n}",
+	})
+	reqs, err := discover(modtree.Walk(dir, modtree.TofuFiles), "", "host.invalid", false, modtree.TofuFiles)
+	require.NoError(t, err)
+	require.Equal(t, []pluginc.Requirement{{Provider: pluginc.Provider{Hostname: "example.invalid", Namespace: "ns", Type: "tfitest"}, Constraints: "1.0.0"}}, reqs)
+	reqs, err = discover(modtree.Walk(dir, modtree.TerraformFiles), "", "host.invalid", false, modtree.TerraformFiles)
+	require.NoError(t, err)
+	require.Len(t, reqs, 1)
+	require.Equal(t, "other", reqs[0].Provider.Type)
+}
+
+// Affected has no engine: a module called only from a .tofu file counts,
+// and so does a module called from a main.tf that main.tofu hides.
+func TestAffectedTofuFiles(t *testing.T) {
+	repo := t.TempDir()
+	writeTree(t, repo, map[string]string{
+		"components/app/main.tf":     `module "old" { source = "../../modules/old" }`,
+		"components/app/main.tofu":   `module "new" { source = "../../modules/new" }`,
+		"components/app/net.tofu":    `module "net" { source = "../../modules/net" }`,
+		"components/db/db.tofu.json": `{"module": {"base": {"source": "../../modules/base"}}}`,
+		"modules/old/main.tf":        `output "o" { value = 1 }`,
+		"modules/new/main.tf":        `output "o" { value = 1 }`,
+		"modules/net/main.tofu":      `module "base" { source = "../base" }`,
+		"modules/base/main.tf":       `output "o" { value = 1 }`,
+		"modules/unused/main.tf":     `output "o" { value = 1 }`,
+	})
+	units := []Unit{
+		{ID: "app", Workdir: workdirSpec("s", "app", filepath.Join(repo, "components/app"), nil)},
+		{ID: "db", Workdir: workdirSpec("s", "db", filepath.Join(repo, "components/db"), nil)},
+	}
+	for path, want := range map[string][]string{
+		"modules/net/main.tofu":  {"app"},
+		"modules/new/main.tf":    {"app"},
+		"modules/old/main.tf":    {"app"},
+		"modules/base/main.tf":   {"app", "db"},
+		"modules/unused/main.tf": nil,
+	} {
+		got, err := Affected(units, repo, path)
+		require.NoError(t, err)
+		require.Equal(t, want, got, path)
+	}
+}
