@@ -30,9 +30,9 @@ type BackendChangedError struct {
 }
 
 func (e *BackendChangedError) Error() string {
-	return fmt.Sprintf("unit %s: the backend changed since the last init (was %s, now %s) and the old state may hold resources; "+
+	return fmt.Sprintf("the backend changed since the last init (was %s, now %s) and the old state may hold resources; "+
 		"nothing ran. Set Args.MigrateState to move the state to the new backend, or Args.Reconfigure to use the new backend "+
-		"as it is and leave the old state where it is", e.Unit, e.Old, e.New)
+		"as it is and leave the old state where it is", e.Old, e.New)
 }
 
 // Is makes errors.Is(err, ErrBackendChanged) true.
@@ -121,7 +121,8 @@ func describeBackend(typ string, cfg map[string]any) string {
 }
 
 // describeConfiguredBackend describes the backend the root module's
-// files configure now: literal settings only ("" for the local default).
+// files configure now: literal settings as values, others as their
+// expressions (var.state_path).
 func describeConfiguredBackend(files []configFile) string {
 	for _, f := range files {
 		if strings.HasSuffix(f.name, ".json") {
@@ -168,7 +169,11 @@ func describeConfiguredBackend(files []configFile) string {
 				for name, a := range in.Body.Attributes {
 					if v, d := a.Expr.Value(nil); !d.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
 						cfg[name] = v.AsString()
+						continue
 					}
+					// Not a literal (early evaluation): its expression.
+					r := a.Expr.Range()
+					cfg[name] = string(r.SliceBytes(f.data))
 				}
 				return describeBackend(in.Labels[0], cfg)
 			}
