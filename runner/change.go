@@ -53,7 +53,7 @@ func (x *unitRun) inputsDigest() string {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(x.dir, p)
 		}
-		b, _ := os.ReadFile(p)
+		b, _ := readInput(p)
 		field("varfile "+f, b)
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -163,7 +162,7 @@ func newEarlyInputs(files []configFile, dir string, a Args, env map[string]strin
 // readVarFile takes the values a variable definitions file gives; a file
 // that is missing or does not parse gives none (terraform reports it).
 func (e *earlyInputs) readVarFile(path string) {
-	b, err := os.ReadFile(path)
+	b, err := readInput(path)
 	if err != nil {
 		return
 	}

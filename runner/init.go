@@ -145,7 +145,7 @@ func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig) st
 		field("cliconfig", []byte("cache "+c.Dir()+" user "+x.userDigest))
 	} else if p := x.env["TF_CLI_CONFIG_FILE"]; p != "" {
 		// No plugin cache: terraform reads the user's own CLI config.
-		b, _ := os.ReadFile(p)
+		b, _ := readInput(p)
 		field("cliconfig", b)
 	}
 	lock, _ := os.ReadFile(filepath.Join(x.dir, lockFileName))
@@ -295,7 +295,7 @@ func backendFingerprint(root *rootConfig, dir string, backendConfig []string) st
 			p = filepath.Join(dir, p)
 		}
 		if !strings.Contains(bc, "=") || exists(p) {
-			if b, err := os.ReadFile(p); err == nil {
+			if b, err := readInput(p); err == nil {
 				fmt.Fprintf(h, "file %d\n", len(b))
 				h.Write(b)
 			}

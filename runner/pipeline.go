@@ -153,6 +153,9 @@ func logName(id string) string {
 }
 
 func (x *unitRun) pipeline(ctx context.Context) (err error) {
+	if err := x.checkInputFiles(); err != nil {
+		return err
+	}
 	if err := x.refuseUnsavedState(); err != nil {
 		return err
 	}

@@ -64,8 +64,13 @@ func (f *regularFS) path(name string) string {
 
 func (f *regularFS) Open(name string) (tfconfig.File, error) { return OpenRegular(f.path(name)) }
 
-func (f *regularFS) ReadFile(name string) ([]byte, error) {
-	fh, err := OpenRegular(f.path(name))
+func (f *regularFS) ReadFile(name string) ([]byte, error) { return ReadRegular(f.path(name)) }
+
+// ReadRegular reads the regular file at path (links followed); anything
+// else (a FIFO, a socket, a device, a directory) is refused with an error
+// wrapping ErrNotRegular, never opened in a way that could block.
+func ReadRegular(path string) ([]byte, error) {
+	fh, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,64 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tfisolate/tfisolate/internal/modtree"
+)
+
+// inputFiles returns the files outside the root module's configuration
+// that the runner itself reads for a unit (its var files and
+// -backend-config files), as given and resolved against dir.
+func inputFiles(dir string, a Args) (given, paths []string) {
+	add := func(f string) {
+		p := f
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		given, paths = append(given, f), append(paths, p)
+	}
+	for _, f := range a.VarFiles {
+		add(f)
+	}
+	for _, bc := range a.BackendConfig {
+		// KEY=VALUE, unless a file of that name exists (as terraform reads it).
+		p := bc
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if _, err := os.Lstat(p); err == nil || !strings.Contains(bc, "=") {
+			add(bc)
+		}
+	}
+	return given, paths
+}
+
+// checkInputFiles refuses, before anything reads them, var files and
+// -backend-config files that exist but are not regular files: a FIFO
+// would block every read of it (the runner's digests, terraform itself)
+// with no end. A missing file is left to terraform to report.
+func (x *unitRun) checkInputFiles() error {
+	given, paths := inputFiles(x.dir, x.u.Args)
+	for i, p := range paths {
+		fi, err := os.Stat(p) // never opens: a FIFO cannot block it
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%w: unit %s: input file %s: %w", ErrInvalidUnit, x.id, given[i], err)
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%w: unit %s: input file %s (%s) is not a regular file (%s)", ErrInvalidUnit, x.id, given[i], p, fi.Mode().Type())
+		}
+	}
+	return nil
+}
+
+// readInput reads one of the unit's input files: regular files only
+// (see modtree.ReadRegular), so a file swapped for a FIFO after
+// checkInputFiles still never blocks.
+func readInput(p string) ([]byte, error) { return modtree.ReadRegular(p) }
