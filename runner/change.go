@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -92,7 +93,10 @@ func (x *unitRun) forgetApplied() error {
 // configuration files since a unit here has no engine: a module called
 // only from a .tofu file counts, and so does one called from a main.tf
 // that a main.tofu hides from OpenTofu), or naming one of its
-// absolute var files. Relative paths are taken relative to base (for
+// absolute var files or -backend-config files. A symlink inside those
+// directories (common.tf -> ../../shared/common.tf, a linked templates
+// dir) is copied into the workdir as what it points at, so a change to
+// its target counts too. Relative paths are taken relative to base (for
 // example a repository root, with the output of git diff --name-only).
 // Symlinks are resolved on both sides. Units are returned in the order
 // given; generated files and variables are not paths and are not seen.
@@ -125,21 +129,32 @@ func Affected(units []Unit, base string, paths ...string) ([]string, error) {
 		changed[i] = resolve(p)
 	}
 	var out []string
+	bySource := map[string][]string{} // a component's dirs, once for all its instances
 	for i := range units {
 		u := &units[i]
 		if u.Workdir.Source == "" {
 			return nil, fmt.Errorf("%w: unit %s has no source", ErrInvalidUnit, u.id())
 		}
-		// No engine here: a module either engine would read counts.
-		var dirs []string
-		for _, rule := range []modtree.Files{modtree.TerraformFiles, modtree.TofuFiles} {
-			for _, d := range modtree.Walk(resolve(u.Workdir.Source), rule).LocalDirs() {
-				dirs = append(dirs, resolve(d))
+		src := resolve(u.Workdir.Source)
+		dirs, ok := bySource[src]
+		if !ok {
+			// No engine here: a module either engine would read counts.
+			for _, rule := range []modtree.Files{modtree.TerraformFiles, modtree.TofuFiles} {
+				for _, d := range modtree.Walk(src, rule).LocalDirs() {
+					dirs = append(dirs, resolve(d))
+				}
 			}
+			dirs = append(dirs, linkTargets(dirs)...)
+			bySource[src] = dirs
 		}
 		files := map[string]bool{}
 		for _, f := range u.Args.VarFiles {
 			if filepath.IsAbs(f) {
+				files[resolve(f)] = true
+			}
+		}
+		for _, f := range u.Args.BackendConfig {
+			if filepath.IsAbs(f) && (!strings.Contains(f, "=") || exists(f)) {
 				files[resolve(f)] = true
 			}
 		}
@@ -158,4 +173,29 @@ func Affected(units []Unit, base string, paths ...string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// linkTargets returns what the symlinks inside dirs point at (resolved),
+// files and directories alike, skipping what the workdir never copies
+// (.terraform, .git, terraform.tfstate.d). A target is a path prefix for
+// Affected: a file matches itself, a directory everything under it.
+func linkTargets(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if e.IsDir() && p != d && (e.Name() == ".terraform" || e.Name() == ".git" || e.Name() == "terraform.tfstate.d") {
+				return filepath.SkipDir
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				if r, err := filepath.EvalSymlinks(p); err == nil {
+					out = append(out, r)
+				}
+			}
+			return nil
+		})
+	}
+	return out
 }

@@ -139,3 +139,36 @@ func TestAffected(t *testing.T) {
 	_, err := Affected(units, repo, "")
 	require.ErrorIs(t, err, ErrBadOption)
 }
+
+// TestAffectedFollowsLinksAndBackendConfig: a file or a directory
+// symlinked inside a component (which the workdir copies as what it
+// points at) and an absolute -backend-config file map to the unit.
+func TestAffectedFollowsLinksAndBackendConfig(t *testing.T) {
+	repo := t.TempDir()
+	writeTree(t, repo, map[string]string{
+		"components/app/main.tf":     `resource "terraform_data" "x" {}`,
+		"components/other/main.tf":   `resource "terraform_data" "x" {}`,
+		"shared/common.tf":           `locals { common = 1 }`,
+		"shared/templates/user.tpl":  `hello`,
+		"shared/unlinked.tf":         `locals { x = 1 }`,
+		"backends/prod.s3.tfbackend": `bucket = "b"`,
+	})
+	require.NoError(t, os.Symlink("../../shared/common.tf", filepath.Join(repo, "components/app/common.tf")))
+	require.NoError(t, os.Symlink("../../shared/templates", filepath.Join(repo, "components/app/templates")))
+	units := []Unit{
+		{ID: "app", Workdir: workdirSpec("s", "app", filepath.Join(repo, "components/app"), nil)},
+		{ID: "other", Workdir: workdirSpec("s", "other", filepath.Join(repo, "components/other"), nil),
+			Args: Args{BackendConfig: []string{filepath.Join(repo, "backends/prod.s3.tfbackend"), "key=a/b"}}},
+	}
+	for path, want := range map[string][]string{
+		"shared/common.tf":           {"app"},
+		"shared/templates/user.tpl":  {"app"},
+		"shared/templates/new.tpl":   {"app"},
+		"shared/unlinked.tf":         nil,
+		"backends/prod.s3.tfbackend": {"other"},
+	} {
+		got, err := Affected(units, repo, path)
+		require.NoError(t, err)
+		require.Equal(t, want, got, path)
+	}
+}
