@@ -2,6 +2,7 @@ package pluginc
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -26,6 +27,14 @@ import (
 // For OpenTofu, two-part include and exclude patterns resolve on its own
 // registry host, registryHost. Windows paths (%APPDATA%) are not looked
 // for.
+//
+// Like terraform, which warns about a CLI config it cannot use and runs
+// on, a file that cannot be read or parsed (a syntax error, an unknown
+// provider_installation method, a directory named as the file), or that
+// conflicts with the files before it, is left out: the config is merged
+// from the others, and the error, when not nil, names every file left
+// out and why (it wraps ErrInvalidCLIConfig where a file was invalid).
+// Callers warn with it and go on with the config returned.
 func FindCLIConfig(engine, registryHost string, lookup func(string) (string, bool)) (*CLIConfigFile, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -73,13 +82,15 @@ func FindCLIConfig(engine, registryHost string, lookup func(string) (string, boo
 		files = append(files, extra...)
 	}
 	var merged *CLIConfigFile
+	var left []error
 	for _, p := range files {
 		f, err := ReadCLIConfig(p)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			left = append(left, fmt.Errorf("%s left out: %w", p, err))
+			continue
 		}
 		if engine == "tofu" {
 			f.DefaultRegistryHost = registryHost
@@ -88,11 +99,14 @@ func FindCLIConfig(engine, registryHost string, lookup func(string) (string, boo
 			merged = f
 			continue
 		}
-		if merged, err = merged.Merge(f); err != nil {
-			return nil, err
+		m, err := merged.Merge(f)
+		if err != nil {
+			left = append(left, fmt.Errorf("%s left out: %w", p, err))
+			continue
 		}
+		merged = m
 	}
-	return merged, nil
+	return merged, errors.Join(left...)
 }
 
 func exists(p string) bool {

@@ -52,10 +52,21 @@ func TestFindCLIConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, f)
 
-	// A file terraform would refuse is an error naming it.
+	// A file terraform would warn about is left out, named in the error;
+	// the others are still read.
 	bad := filepath.Join(t.TempDir(), "bad.tfrc")
 	write(t, bad, `credentials "x" {`)
-	_, err = FindCLIConfig("terraform", "", env(map[string]string{"TF_CLI_CONFIG_FILE": bad}))
+	f, err = FindCLIConfig("terraform", "", env(map[string]string{"TF_CLI_CONFIG_FILE": bad}))
 	require.ErrorIs(t, err, ErrInvalidCLIConfig)
 	require.ErrorContains(t, err, bad)
+	require.Nil(t, f)
+	f, err = FindCLIConfig("terraform", "", env(map[string]string{"TF_CLI_CONFIG_FILE": t.TempDir()}))
+	require.ErrorContains(t, err, "left out", "a directory named as the file")
+	require.Nil(t, f)
+	home2 := t.TempDir()
+	write(t, filepath.Join(home2, ".terraformrc"), `plugin_cache_dir = "/x"`)
+	write(t, filepath.Join(home2, ".terraform.d", "broken.tfrc"), `provider_installation { carrier_pigeon {} }`)
+	f, err = FindCLIConfig("terraform", "", env(map[string]string{"HOME": home2}))
+	require.ErrorContains(t, err, "broken.tfrc")
+	require.NotNil(t, f, "the readable file is kept")
 }

@@ -127,8 +127,16 @@ func (x *unitRun) lookupEnv(k string) (string, bool) {
 func (x *unitRun) userCLIConfig() (*pluginc.CLIConfigFile, string, error) {
 	e := x.rs.eng
 	user, err := pluginc.FindCLIConfig(string(e.Kind), e.RegistryHost(), x.lookupEnv)
-	if err != nil || user == nil {
-		return nil, "", err
+	if err != nil {
+		// terraform warns about a CLI config it cannot use and runs on
+		// with the rest: so does the runner, once per Run.
+		x.rs.cliConfigWarning.Do(func() {
+			x.out.note("your CLI config: " + err.Error() + "; going on without it, as terraform would")
+			x.rs.cfg.logger.Warn("parts of the CLI config are left out", "err", err)
+		})
+	}
+	if user == nil {
+		return nil, "", nil
 	}
 	b, err := json.Marshal(user)
 	if err != nil {

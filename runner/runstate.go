@@ -35,6 +35,9 @@ type runState struct {
 	depOutputs map[int]Result
 	// feeds[i]: unit i's outputs are given to a Generate in this Run.
 	feeds []bool
+	// cliConfigWarning says once per Run that parts of the user's CLI
+	// config were left out.
+	cliConfigWarning sync.Once
 	// ordered forces dependency order (the Output pass ignores
 	// WithIgnoreDependencyOrder, or it could not feed a Generate).
 	ordered bool

@@ -125,3 +125,31 @@ provider_installation {
 	require.Equal(t, 1, w.reg.Downloads(w.pkg.Key()), "one download, from the mirror")
 	require.Positive(t, w.reg.Requests()-before)
 }
+
+// TestUserCLIConfigBrokenIsAWarning: a CLI config terraform would only
+// warn about (a syntax error, an unknown provider_installation method, a
+// directory named by TF_CLI_CONFIG_FILE) fails no unit: the Run says so
+// once and applies every unit, as plain terraform runs on.
+func TestUserCLIConfigBrokenIsAWarning(t *testing.T) {
+	w := newWorld(t)
+	src := w.component(t, "item", itemComponent)
+	syntax := filepath.Join(w.dir, "syntax.tfrc")
+	require.NoError(t, os.WriteFile(syntax, []byte(`credentials "x" {`), 0o644))
+	method := filepath.Join(w.dir, "method.tfrc")
+	require.NoError(t, os.WriteFile(method, []byte(`provider_installation { carrier_pigeon {} }`), 0o644))
+	for n, cfg := range []string{syntax, method, t.TempDir()} {
+		out := &syncBuffer{}
+		r := w.runner(t, WithOutput(out))
+		var units []Unit
+		for i := range 2 {
+			inst := fmt.Sprintf("w-%d-%d", n, i)
+			units = append(units, Unit{Env: map[string]string{"TF_CLI_CONFIG_FILE": cfg},
+				Workdir: workdirSpec("plat-ue2-dev", inst, src, files(t, map[string]any{"name": inst}, filepath.Join(t.TempDir(), inst+".tfstate")))})
+		}
+		rep, err := r.Run(testCtx(t), Apply, units...)
+		require.NoError(t, err, cfg)
+		require.Equal(t, 2, rep.Count(Succeeded))
+		require.Equal(t, 1, strings.Count(out.String(), "your CLI config:"), "one warning per Run:\n%s", out.String())
+		require.Contains(t, out.String(), cfg)
+	}
+}
