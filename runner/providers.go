@@ -27,6 +27,13 @@ type setup struct {
 // singleflight leader for that requirement set and writes it into the
 // workdir.
 func (x *unitRun) providers(ctx context.Context, manifest string) (setup, error) {
+	if err := x.tree.Err(); err != nil {
+		// A configuration terraform rejects (a syntax error, a missing
+		// local module): terraform init says why, naming the user's file
+		// and line, as it does without a cache. Nothing is set up.
+		x.out.note("providers: the configuration has errors; leaving them to terraform to report")
+		return setup{}, nil
+	}
 	reqs, err := discover(x.tree, manifest, x.rs.eng.RegistryHost(), x.u.Args.Upgrade, configRule(x.rs.eng.Kind))
 	if err != nil {
 		return setup{}, fmt.Errorf("discover providers: %w", err)
