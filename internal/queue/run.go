@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -64,8 +65,11 @@ func (g *Graph) Run(ctx context.Context, sel []bool, p Policy, drain <-chan stru
 	before := g.waitsFor(sel, p)
 	after := make([][]int, n) // after[b]: the selected units waiting for b
 	remaining := make([]int, n)
-	var ready []int
-	for _, i := range g.sorted() {
+	// ready holds the units that may start, in ID order at any time: a
+	// heap, so each unit costs O(log n) to add and take, never a re-sort.
+	ready := &readyHeap{rank: make([]int, n)}
+	for r, i := range g.sorted() {
+		ready.rank[i] = r
 		if !sel[i] {
 			continue
 		}
@@ -74,7 +78,7 @@ func (g *Graph) Run(ctx context.Context, sel []bool, p Policy, drain <-chan stru
 			after[b] = append(after[b], i)
 		}
 		if remaining[i] == 0 {
-			ready = append(ready, i)
+			ready.units = append(ready.units, i) // in ID order: a valid heap
 		}
 	}
 
@@ -146,9 +150,8 @@ func (g *Graph) Run(ctx context.Context, sel []bool, p Policy, drain <-chan stru
 
 	drainC, ctxDone := drain, ctx.Done()
 	for {
-		for checkStop(); stopErr == nil && running < par && len(ready) > 0; checkStop() {
-			i := ready[0]
-			ready = ready[1:]
+		for checkStop(); stopErr == nil && running < par && ready.Len() > 0; checkStop() {
+			i := heap.Pop(ready).(int)
 			if !final[i] {
 				start(i)
 			}
@@ -184,10 +187,9 @@ func (g *Graph) Run(ctx context.Context, sel []bool, p Policy, drain <-chan stru
 			// Releasing after a stop is harmless: nothing new starts.
 			for _, a := range after[i] {
 				if remaining[a]--; remaining[a] == 0 && !final[a] {
-					ready = append(ready, a)
+					heap.Push(ready, a)
 				}
 			}
-			g.sortByID(ready)
 		case o.Status == Failed && stopErr == nil:
 			err := fmt.Errorf("%w: %w: %s did not succeed", ErrSkipped, ErrDependencyFailed, g.ids[i])
 			for _, d := range g.downstream(i, after, final) {
@@ -214,6 +216,22 @@ func (g *Graph) Run(ctx context.Context, sel []bool, p Policy, drain <-chan stru
 	}
 	wg.Wait()
 	return out
+}
+
+// readyHeap is a min-heap of unit indexes by their rank in ID order.
+type readyHeap struct {
+	rank  []int // rank[i]: unit i's position in ID order
+	units []int
+}
+
+func (h *readyHeap) Len() int           { return len(h.units) }
+func (h *readyHeap) Less(a, b int) bool { return h.rank[h.units[a]] < h.rank[h.units[b]] }
+func (h *readyHeap) Swap(a, b int)      { h.units[a], h.units[b] = h.units[b], h.units[a] }
+func (h *readyHeap) Push(x any)         { h.units = append(h.units, x.(int)) }
+func (h *readyHeap) Pop() any {
+	last := h.units[len(h.units)-1]
+	h.units = h.units[:len(h.units)-1]
+	return last
 }
 
 // downstream returns, sorted by ID, the units not yet final that wait for
