@@ -54,12 +54,14 @@ func TestPartialBackendConfig(t *testing.T) {
 	}
 }
 
-// TestChangedBackendIsReconfigured changes an instance's generated
-// backend between two applies: the second run reconfigures by itself (no
-// "Backend configuration changed" failure), says so in its log, and does
-// not migrate state: the new state starts empty and gets a new resource,
-// the old one is left as it was. With MigrateState the state moves.
-func TestChangedBackendIsReconfigured(t *testing.T) {
+// TestChangedBackendAsAsked changes an instance's generated backend
+// between two applies, with Reconfigure or MigrateState on the second
+// (without either it is refused: TestBackendChangeRefused). Reconfigure
+// runs init -reconfigure (no "Backend configuration changed" failure),
+// says so in its log, and does not migrate state: the new state starts
+// empty and gets a new resource, the old one is left as it was. With
+// MigrateState the state moves.
+func TestChangedBackendAsAsked(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	src := w.component(t, "pair", pairComponent)
@@ -73,7 +75,7 @@ func TestChangedBackendIsReconfigured(t *testing.T) {
 			r := w.runner(t)
 			unit := func(state string) Unit {
 				return Unit{Workdir: workdirSpec("plat-ue2-dev", "backend/"+name, src, files(t, map[string]any{}, state)),
-					Args: Args{MigrateState: migrate}}
+					Args: Args{MigrateState: migrate, Reconfigure: !migrate}}
 			}
 			_, err := r.Run(testCtx(t), Apply, unit(a))
 			require.NoError(t, err)
@@ -85,7 +87,7 @@ func TestChangedBackendIsReconfigured(t *testing.T) {
 			res := rep.Results[0]
 			require.Equal(t, Succeeded, res.Status)
 			log := readFile(t, res.Log)
-			require.Contains(t, log, "reconfiguring")
+			require.Contains(t, log, map[bool]string{false: "reconfiguring as asked", true: "migrating the state"}[migrate])
 			require.NotContains(t, log, "Error: Backend configuration changed")
 			idB := stateResources(t, b)["terraform_data.a"]["id"]
 			if migrate {
@@ -107,7 +109,7 @@ func TestChangedBackendIsReconfigured(t *testing.T) {
 		b := filepath.Join(states, "bc", "b.tfstate")
 		r := w.runner(t)
 		unit := func(state string) Unit {
-			return Unit{Workdir: workdirSpec("plat-ue2-dev", "backend/bc", src, nil), Args: Args{BackendConfig: []string{"path=" + state}}}
+			return Unit{Workdir: workdirSpec("plat-ue2-dev", "backend/bc", src, nil), Args: Args{BackendConfig: []string{"path=" + state}, Reconfigure: true}}
 		}
 		_, err := r.Run(testCtx(t), Apply, unit(a))
 		require.NoError(t, err)
