@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
@@ -28,8 +26,9 @@ type appliedRecord struct {
 // inputsDigest covers everything an apply of the unit reads that the
 // runner can see: the workdir's content (the component, every local
 // module it reaches, the generated files: workdir.Workdir.Digest), the
-// lock file, the engine and its version, the workspace, the arguments,
-// the unit's own environment and the TF_VAR_* of the process.
+// lock file, the engine and its version, the arguments, and what
+// externalInputs covers (workspace, var and -backend-config file
+// contents, TF_VAR_*, TF_CLI_ARGS*, the unit's own environment).
 func (x *unitRun) inputsDigest() string {
 	h := sha256.New()
 	field := func(name string, v []byte) {
@@ -40,23 +39,9 @@ func (x *unitRun) inputsDigest() string {
 	lock, _ := os.ReadFile(filepath.Join(x.dir, lockFileName))
 	field("lockfile", lock)
 	field("engine", []byte(string(x.rs.eng.Kind)+" "+x.rs.eng.Version.String()))
-	field("workspace", []byte(x.u.Workspace))
 	args, _ := json.Marshal(x.u.Args)
 	field("args", args)
-	for _, k := range slices.Sorted(maps.Keys(x.env)) {
-		if strings.HasPrefix(k, "TF_VAR_") || x.u.Env[k] != "" {
-			field("env "+k, []byte(x.env[k]))
-		}
-	}
-	for _, f := range x.u.Args.VarFiles {
-		// Var files outside the workdir are not in its digest.
-		p := f
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(x.dir, p)
-		}
-		b, _ := readInput(p)
-		field("varfile "+f, b)
-	}
+	field("external", []byte(x.externalInputs()))
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -1,10 +1,14 @@
 package runner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tfisolate/tfisolate/internal/modtree"
@@ -62,3 +66,41 @@ func (x *unitRun) checkInputFiles() error {
 // (see modtree.ReadRegular), so a file swapped for a FIFO after
 // checkInputFiles still never blocks.
 func readInput(p string) ([]byte, error) { return modtree.ReadRegular(p) }
+
+// externalInputs hashes what terraform reads for a unit besides the
+// workdir's files and the arguments themselves: the workspace ("" is
+// "default"), the content of every var file and -backend-config file
+// (those outside the workdir are not in its digest; the -backend-config
+// values too), and the environment terraform reads (TF_VAR_*,
+// TF_CLI_ARGS*, and the unit's own Env over the process's). A saved plan
+// is refused, and a unit is not skipped as unchanged, when it differs.
+func (x *unitRun) externalInputs() string {
+	h := sha256.New()
+	field := func(name string, v []byte) {
+		fmt.Fprintf(h, "%s %d\n", name, len(v))
+		h.Write(v)
+	}
+	ws := x.u.Workspace
+	if ws == "" {
+		ws = defaultWorkspace
+	}
+	field("workspace", []byte(ws))
+	for _, bc := range x.u.Args.BackendConfig {
+		field("backend-config", []byte(bc))
+	}
+	given, paths := inputFiles(x.dir, x.u.Args)
+	for i, p := range paths {
+		b, err := readInput(p)
+		if err != nil {
+			b = []byte("unreadable: " + err.Error())
+		}
+		field("file "+given[i], b)
+	}
+	env := unitEnv(processEnv(), nil, "", x.u.Env)
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if strings.HasPrefix(k, "TF_VAR_") || strings.HasPrefix(k, "TF_CLI_ARGS") || x.u.Env[k] != "" {
+			field("env "+k, []byte(env[k]))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -54,6 +54,7 @@ type planMeta struct {
 	Engine   string    `json:"engine"`    // kind and version of the terraform that planned
 	Plan     string    `json:"plan"`      // sha256 of the plan file
 	Args     string    `json:"args"`      // sha256 of the unit's plan arguments and Env
+	Inputs   string    `json:"inputs"`    // unitRun.externalInputs: workspace, file contents, TF_VAR_*, TF_CLI_ARGS*
 	Destroy  bool      `json:"destroy"`
 	Created  time.Time `json:"created"`
 }
@@ -121,7 +122,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 
 func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
 	m := planMeta{Digest: x.w.Digest, Engine: string(x.rs.eng.Kind) + " " + x.rs.eng.Version.String(), Destroy: destroy, Created: time.Now().UTC(),
-		Args: planArgsDigest(x.u)}
+		Args: planArgsDigest(x.u), Inputs: x.externalInputs()}
 	var err error
 	if m.Plan, err = treesum.HashFile(file); err != nil {
 		return m, fmt.Errorf("hash saved plan: %w", err)
@@ -234,6 +235,9 @@ func staleness(saved, now planMeta, wantDestroy bool) string {
 	}
 	if saved.Args != now.Args {
 		why = append(why, "the unit's arguments or environment changed")
+	}
+	if saved.Inputs != now.Inputs {
+		why = append(why, "the workspace, a var or -backend-config file's content, or TF_VAR_*/TF_CLI_ARGS* changed")
 	}
 	if saved.Engine != now.Engine {
 		why = append(why, fmt.Sprintf("terraform changed (%s, now %s)", saved.Engine, now.Engine))
