@@ -57,6 +57,9 @@ func (r *Runner) Binary(ctx context.Context) (Engine, error) {
 	if ctx == nil {
 		return Engine{}, ErrNilContext
 	}
+	if err := r.usable(); err != nil {
+		return Engine{}, err
+	}
 	info, err := r.engine(ctx)
 	if err != nil {
 		return Engine{}, err
@@ -117,6 +120,9 @@ func (r *Runner) Run(ctx context.Context, cmd Command, units ...Unit) (*Report, 
 	if ctx == nil {
 		return nil, ErrNilContext
 	}
+	if err := r.usable(); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	if err := cmd.valid(); err != nil {
 		return nil, err
@@ -147,12 +153,24 @@ func (r *Runner) Run(ctx context.Context, cmd Command, units ...Unit) (*Report, 
 	return rep, rep.Err()
 }
 
+// usable refuses a nil or zero Runner (one not made by New): it has no
+// workdirs to run in.
+func (r *Runner) usable() error {
+	if r == nil || r.cfg.workdirs == nil {
+		return fmt.Errorf("%w: a nil or zero Runner; make one with New(WithWorkdirs(...))", ErrBadOption)
+	}
+	return nil
+}
+
 // Order is a dry run: it validates the units and returns the order cmd
 // would run the selected ones in, as waves. Each wave holds sorted unit
 // IDs that depend only on units of earlier waves; with
 // WithIgnoreDependencyOrder everything is one wave. Nothing is executed
 // and nothing is written.
 func (r *Runner) Order(cmd Command, units ...Unit) ([][]string, error) {
+	if err := r.usable(); err != nil {
+		return nil, err
+	}
 	if err := cmd.valid(); err != nil {
 		return nil, err
 	}
@@ -224,6 +242,9 @@ func (r *Runner) checkUnits(units []Unit, sel []bool) error {
 // it on a lock a crashed run left behind (ErrStateLocked names the ID);
 // releasing a lock a live run still holds lets two runs write the state.
 func (r *Runner) ForceUnlock(ctx context.Context, u Unit, lockID string) error {
+	if err := r.usable(); err != nil {
+		return err
+	}
 	if lockID == "" {
 		return fmt.Errorf("%w: ForceUnlock with an empty lock ID", ErrBadOption)
 	}

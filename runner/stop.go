@@ -40,8 +40,8 @@ func (l StopLevel) String() string {
 // it. A Stop given to WithStop applies to every Run of that runner, the
 // ones under way and later ones; units that never started are in the
 // report (Result.Started false, ErrStopped). Cancelling Run's context is
-// the same as a second request for that Run. The zero Stop is not usable;
-// call NewStop. Its methods are safe for concurrent use.
+// the same as a second request for that Run. The zero Stop is ready to
+// use, like NewStop's. Its methods are safe for concurrent use.
 type Stop struct {
 	mu        sync.Mutex
 	level     StopLevel
@@ -51,8 +51,13 @@ type Stop struct {
 }
 
 // NewStop returns a Stop at NotStopped.
-func NewStop() *Stop {
-	return &Stop{drain: make(chan struct{}), interrupt: make(chan struct{}), kill: make(chan struct{})}
+func NewStop() *Stop { return &Stop{} }
+
+// channels makes the zero Stop's channels on first use; s.mu is held.
+func (s *Stop) channels() {
+	if s.drain == nil {
+		s.drain, s.interrupt, s.kill = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	}
 }
 
 // Request moves one level up the ladder (at most to Kill) and returns the
@@ -60,6 +65,7 @@ func NewStop() *Stop {
 func (s *Stop) Request() StopLevel {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.channels()
 	switch s.level {
 	case NotStopped:
 		close(s.drain)
@@ -82,10 +88,25 @@ func (s *Stop) Level() StopLevel {
 }
 
 // Draining returns a channel closed at the first request.
-func (s *Stop) Draining() <-chan struct{} { return s.drain }
+func (s *Stop) Draining() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.channels()
+	return s.drain
+}
 
 // Interrupting returns a channel closed at the second request.
-func (s *Stop) Interrupting() <-chan struct{} { return s.interrupt }
+func (s *Stop) Interrupting() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.channels()
+	return s.interrupt
+}
 
 // Killing returns a channel closed at the third request.
-func (s *Stop) Killing() <-chan struct{} { return s.kill }
+func (s *Stop) Killing() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.channels()
+	return s.kill
+}

@@ -247,3 +247,45 @@ func TestStopKillsTerraformThatIgnoresInterrupt(t *testing.T) {
 	require.Empty(t, processesMentioning(t, home), "processes left behind")
 	require.Equal(t, Kill, s.Level())
 }
+
+// TestZeroValues: the zero Stop works like NewStop's (its ladder fires
+// through WithStop), and a zero or nil Runner refuses every call with
+// ErrBadOption instead of panicking.
+func TestZeroValues(t *testing.T) {
+	var s Stop
+	require.Equal(t, NotStopped, s.Level())
+	drain := s.Draining()
+	require.Equal(t, Drain, s.Request())
+	<-drain // closed, so this returns
+	require.Equal(t, Interrupt, s.Request())
+	<-s.Interrupting()
+	require.Equal(t, Kill, s.Request())
+	<-s.Killing()
+	require.Equal(t, Kill, s.Request())
+
+	var zero Runner
+	var nilRunner *Runner
+	for _, r := range []*Runner{&zero, nilRunner} {
+		_, err := r.Run(testCtx(t), Apply, Unit{Workdir: workdirSpec("s", "i", t.TempDir(), nil)})
+		require.ErrorIs(t, err, ErrBadOption)
+		_, err = r.Order(Apply)
+		require.ErrorIs(t, err, ErrBadOption)
+		_, err = r.Binary(testCtx(t))
+		require.ErrorIs(t, err, ErrBadOption)
+		require.ErrorIs(t, r.ForceUnlock(testCtx(t), Unit{}, "id"), ErrBadOption)
+	}
+}
+
+// TestZeroStopDrains: a zero Stop given to WithStop drains a Run.
+func TestZeroStopDrains(t *testing.T) {
+	w := newWorld(t)
+	src := w.component(t, "plain", `output "id" { value = "x-1" }`)
+	tf, _ := fakeTerraform(t, fakeTerraformBody)
+	var s Stop
+	s.Request()
+	r, err := New(WithWorkdirs(w.wd), WithTerraform(tf), WithStop(&s))
+	require.NoError(t, err)
+	rep, err := r.Run(testCtx(t), Apply, Unit{Workdir: workdirSpec("plat-ue2-dev", "zero-stop", src, nil)})
+	require.ErrorIs(t, err, ErrStopped)
+	require.False(t, rep.Results[0].Started)
+}
