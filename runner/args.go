@@ -136,7 +136,7 @@ func workspaceArgs(name string, a Args) []string {
 	return append([]string{"workspace", "select", "-or-create=true"}, append(earlyVarArgs(a), name)...)
 }
 
-func forceUnlockArgs(id string) []string { return []string{"force-unlock", "-force", id} }
+func forceUnlockArgs(id string) []string { return []string{"force-unlock", "-force", "-no-color", id} }
 
 // checkArgs refuses arguments terraform would misread: values that look
 // like flags and var files or backend files that do not exist are caught

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -420,7 +421,7 @@ func TestHTTPStaleLock(t *testing.T) {
 		rep, err := r.Run(testCtx(t), Apply, unit)
 		require.ErrorIs(t, err, ErrStateLocked)
 		require.ErrorContains(t, err, held.ID)
-		require.ErrorContains(t, err, "force-unlock "+held.ID)
+		require.ErrorContains(t, err, "force-unlock -force -no-color "+held.ID)
 		res := rep.Results[0]
 		require.Equal(t, Failed, res.Status)
 		require.NotNil(t, res.StateLock)
@@ -434,7 +435,16 @@ func TestHTTPStaleLock(t *testing.T) {
 		_, ok := srv.Lock(name)
 		require.True(t, ok, "a failed run leaves the lock alone")
 
+		// The printed command works as it is, in a shell.
+		m := regexp.MustCompile(`or: (cd .*?): ` + stateLockMarker).FindStringSubmatch(err.Error())
+		require.NotNil(t, m, "the error prints a command: %v", err)
+		out, cerr := exec.Command("sh", "-c", m[1]).CombinedOutput()
+		require.NoError(t, cerr, "%s\n%s", m[1], out)
+		_, ok = srv.Lock(name)
+		require.False(t, ok, "the printed command released the lock")
+
 		// b. ForceUnlock releases it; the next apply succeeds.
+		held, _ = crash()
 		require.NoError(t, r.ForceUnlock(testCtx(t), unit, held.ID))
 		_, ok = srv.Lock(name)
 		require.False(t, ok, "ForceUnlock released the lock")

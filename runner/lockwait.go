@@ -151,12 +151,37 @@ func (x *unitRun) staleLockError(waited time.Duration, cause error) error {
 		return fmt.Errorf("%w by a holder the backend does not name; gave up after %s: %s", ErrStateLocked, waited.Round(time.Second), stateLockMarker)
 	}
 	if l.Created.IsZero() {
-		return fmt.Errorf("%w by lock %s (the backend does not say who holds it or since when); gave up after %s. If that run is gone the lock is stale: release it with runner.ForceUnlock(ctx, unit, %q) or "+"`%s force-unlock %s`"+" in %s: %s",
-			ErrStateLocked, l.ID, waited.Round(time.Second), l.ID, x.rs.eng.Kind, l.ID, x.dir, stateLockMarker)
+		return fmt.Errorf("%w by lock %s (the backend does not say who holds it or since when); gave up after %s. If that run is gone the lock is stale: release it with runner.ForceUnlock(ctx, unit, %q) or: %s: %s",
+			ErrStateLocked, l.ID, waited.Round(time.Second), l.ID, x.forceUnlockCommand(l.ID), stateLockMarker)
 	}
 	age := fmt.Sprintf(" (%s ago)", time.Since(l.Created).Round(time.Second))
-	return fmt.Errorf("%w by %s%s; gave up after %s. If that run is gone the lock may be stale: release it with runner.ForceUnlock(ctx, unit, %q) or `%s force-unlock %s` in %s: %s",
-		ErrStateLocked, l, age, waited.Round(time.Second), l.ID, x.rs.eng.Kind, l.ID, x.dir, stateLockMarker)
+	return fmt.Errorf("%w by %s%s; gave up after %s. If that run is gone the lock may be stale: release it with runner.ForceUnlock(ctx, unit, %q) or: %s: %s",
+		ErrStateLocked, l, age, waited.Round(time.Second), l.ID, x.forceUnlockCommand(l.ID), stateLockMarker)
+}
+
+// forceUnlockCommand is the shell command that releases lock id as it is
+// printed: in the unit's directory, with its data dir (a plain
+// `terraform force-unlock` there would ask for init), without a prompt.
+// The workspace terraform selected is in the data dir.
+func (x *unitRun) forceUnlockCommand(id string) string {
+	return fmt.Sprintf("cd %s && TF_DATA_DIR=%s %s %s", shellQuote(x.dir), shellQuote(x.w.DataDir),
+		shellQuote(x.rs.eng.Path), strings.Join(mapQuote(forceUnlockArgs(id)), " "))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func mapQuote(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = shellQuote(a)
+	}
+	return out
 }
 
 // recoverLock force-unlocks l when the instance's journal proves that one

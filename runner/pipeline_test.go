@@ -109,5 +109,5 @@ func TestPipelineSteps(t *testing.T) {
 	run(Init)
 	require.Equal(t, []string{"init"}, first(calls()))
 	require.NoError(t, r.ForceUnlock(testCtx(t), u, "lock-1"))
-	require.Equal(t, []string{"force-unlock -force lock-1"}, calls())
+	require.Equal(t, []string{"force-unlock -force -no-color lock-1"}, calls())
 }
