@@ -282,7 +282,9 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (mo
 			return modSnapshot{}, err
 		}
 	}
-	tf := &tfProcess{path: x.rs.eng.Path, dir: w.Dir, env: environ(unitEnv(processEnv(), w.Env(), cliConfig, x.u.Env)),
+	env := unitEnv(processEnv(), w.Env(), cliConfig, x.u.Env)
+	splitLogPath(env, x.u.Env, x.id)
+	tf := &tfProcess{path: x.rs.eng.Path, dir: w.Dir, env: environ(env),
 		grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out}
 	args := getArgs(x.u.Args, update)
 	err := x.retry(ctx, PhaseInit, func() error {

@@ -184,6 +184,7 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 		}
 	}
 	x.env = unitEnv(processEnv(), x.w.Env(), cliConfig, x.u.Env)
+	splitLogPath(x.env, x.u.Env, x.id)
 	x.tf = &tfProcess{path: x.rs.eng.Path, dir: x.dir, env: environ(x.env), grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out}
 	applying := x.rs.cmd.kind == kindApply
 	var inputs string

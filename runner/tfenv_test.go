@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -77,13 +78,30 @@ func TestTFVarPrecedence(t *testing.T) {
 // terraform write its log where they say, as plain terraform does.
 func TestTFLogHonoured(t *testing.T) {
 	w := newWorld(t)
-	logPath := filepath.Join(t.TempDir(), "tf.log")
+	dir := t.TempDir()
 	t.Setenv("TF_LOG", "DEBUG")
-	t.Setenv("TF_LOG_PATH", logPath)
+	t.Setenv("TF_LOG_PATH", filepath.Join(dir, "tf.log"))
 	src := w.component(t, "logged", `output "o" { value = 1 }`)
-	_, err := w.runner(t).Run(testCtx(t), Apply, Unit{Workdir: workdirSpec("plat-ue2-dev", "logged", src, nil)})
+	own := filepath.Join(dir, "own.log")
+	units := []Unit{
+		{Workdir: workdirSpec("plat-ue2-dev", "logged-a", src, nil)},
+		{Workdir: workdirSpec("plat-ue2-dev", "logged-b", src, nil)},
+		{Workdir: workdirSpec("plat-ue2-dev", "logged-c", src, nil), Env: map[string]string{"TF_LOG_PATH": own}},
+	}
+	_, err := w.runner(t).Run(testCtx(t), Apply, units...)
 	require.NoError(t, err)
-	b, err := os.ReadFile(logPath)
-	require.NoError(t, err)
-	require.Contains(t, string(b), "[DEBUG]")
+	// One debug log per unit, beside the path given, 0600 (terraform
+	// logs every -var there); a unit's own TF_LOG_PATH is kept.
+	for _, id := range []string{"plat-ue2-dev/logged-a", "plat-ue2-dev/logged-b"} {
+		p := filepath.Join(dir, "tf."+strings.TrimSuffix(logName(id), ".log")+".log")
+		b, err := os.ReadFile(p)
+		require.NoError(t, err, id)
+		require.Contains(t, string(b), "[DEBUG]")
+		require.Equal(t, 2, strings.Count(string(b), "CLI args:"), "this unit's init and apply only")
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	}
+	require.Contains(t, readFile(t, own), "[DEBUG]")
+	require.NoFileExists(t, filepath.Join(dir, "tf.log"))
 }
