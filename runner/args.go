@@ -81,7 +81,7 @@ func changeArgs(a Args, lockTimeout string) []string {
 }
 
 func planArgs(a Args, lockTimeout string, destroy bool, out string) []string {
-	args := []string{"plan", "-no-color", "-detailed-exitcode"}
+	args := []string{"plan", "-json", "-detailed-exitcode"}
 	args = append(args, changeArgs(a, lockTimeout)...)
 	for _, r := range a.Replace {
 		args = append(args, "-replace="+r)

@@ -87,17 +87,17 @@ func TestPlanArgs(t *testing.T) {
 		want    []string
 	}{
 		{"zero", Args{}, "0ms", false, "",
-			[]string{"plan", "-no-color", "-detailed-exitcode", "-input=false", "-lock-timeout=0ms"}},
+			[]string{"plan", "-json", "-detailed-exitcode", "-input=false", "-lock-timeout=0ms"}},
 		{"saved destroy plan", Args{}, "500ms", true, "/d/plan.tfplan",
-			[]string{"plan", "-no-color", "-detailed-exitcode", "-input=false", "-lock-timeout=500ms", "-destroy", "-out=/d/plan.tfplan"}},
+			[]string{"plan", "-json", "-detailed-exitcode", "-input=false", "-lock-timeout=500ms", "-destroy", "-out=/d/plan.tfplan"}},
 		{"every argument", fullArgs(), "0ms", false, "p",
-			[]string{"plan", "-no-color", "-detailed-exitcode", "-input=false", "-lock-timeout=0ms",
+			[]string{"plan", "-json", "-detailed-exitcode", "-input=false", "-lock-timeout=0ms",
 				"-lock=true", "-refresh=false", "-parallelism=4",
 				"-target=tfitest_item.a", "-target=module.m",
 				"-var-file=x.tfvars.json", "-var", "a=1", "-var", "b=2",
 				"-replace=tfitest_item.b", "-out=p"}},
 		{"refresh true and lock false", Args{Refresh: ptr(true), Lock: ptr(false)}, "1s", false, "",
-			[]string{"plan", "-no-color", "-detailed-exitcode", "-input=false", "-lock-timeout=1s", "-lock=false", "-refresh=true"}},
+			[]string{"plan", "-json", "-detailed-exitcode", "-input=false", "-lock-timeout=1s", "-lock=false", "-refresh=true"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,7 +147,7 @@ func TestOtherCommandArgs(t *testing.T) {
 	require.Equal(t, []string{"output", "-json"}, outputArgs())
 	require.Equal(t, []string{"show", "-json", "-no-color", "/p"}, showPlanArgs("/p"))
 	require.Equal(t, []string{"workspace", "select", "-or-create=true", "blue"}, workspaceArgs("blue", Args{}))
-	require.Equal(t, []string{"force-unlock", "-force", "abc-123"}, forceUnlockArgs("abc-123"))
+	require.Equal(t, []string{"force-unlock", "-force", "-no-color", "abc-123"}, forceUnlockArgs("abc-123"))
 }
 
 func TestCheckArgs(t *testing.T) {

@@ -61,10 +61,18 @@ type jsonResult struct {
 	Unchanged    bool                       `json:"unchanged"`
 	InitSkipped  bool                       `json:"init_skipped"`
 	HasChanges   bool                       `json:"has_changes"`
+	Summary      *jsonSummary               `json:"summary,omitempty"`
 	Plan         *jsonPlan                  `json:"plan,omitempty"`
 	Outputs      map[string]jsonOutputValue `json:"outputs,omitempty"`
 	Data         any                        `json:"data,omitempty"`
 	Log          string                     `json:"log,omitempty"`
+}
+
+type jsonSummary struct {
+	Add     int `json:"add"`
+	Change  int `json:"change"`
+	Destroy int `json:"destroy"`
+	Import  int `json:"import"`
 }
 
 type jsonStateLock struct {
@@ -110,6 +118,7 @@ type jsonOutputValue struct {
 //	 "recovered_locks": [{"id": "...", ...}],
 //	 "instance_lock": {"pid": 4242, "host": "ci-7", "since": "..."},
 //	 "retries": 1, "unchanged": false, "init_skipped": false, "has_changes": true,
+//	 "summary": {"add": 1, "change": 0, "destroy": 0, "import": 0},
 //	 "plan": {"file": "...", "json_file": "...", "destroy_plan": false,
 //	   "add": 1, "change": 0, "destroy": 0, "import": 0,
 //	   "changes": [{"address": "x.y", "actions": ["create"]}],
@@ -118,8 +127,8 @@ type jsonOutputValue struct {
 //	   "password": {"sensitive": true}},
 //	 "data": ..., "log": "/path/to/unit.log"}
 //
-// error, state_lock, recovered_locks, instance_lock, plan, outputs, data
-// and log are left out when empty.
+// error, state_lock, recovered_locks, instance_lock, summary, plan,
+// outputs, data and log are left out when empty.
 func (r Result) MarshalJSON() ([]byte, error) {
 	j := jsonResult{
 		Unit: r.Unit, Status: r.Status, Error: errString(r.Err), Started: r.Started,
@@ -129,6 +138,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}
 	if l := r.StateLock; l != nil {
 		j.StateLock = &jsonStateLock{ID: l.ID, Path: l.Path, Operation: l.Operation, Who: l.Who, Version: l.Version, Created: l.Created, Info: l.Info}
+	}
+	if s := r.Summary; s != nil {
+		j.Summary = &jsonSummary{Add: s.Add, Change: s.Change, Destroy: s.Destroy, Import: s.Import}
 	}
 	for _, l := range r.RecoveredLocks {
 		j.Recovered = append(j.Recovered, jsonStateLock(l))
@@ -166,6 +178,9 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	}
 	if l := j.StateLock; l != nil {
 		r.StateLock = &StateLock{ID: l.ID, Path: l.Path, Operation: l.Operation, Who: l.Who, Version: l.Version, Created: l.Created, Info: l.Info}
+	}
+	if s := j.Summary; s != nil {
+		r.Summary = &ChangeSummary{Add: s.Add, Change: s.Change, Destroy: s.Destroy, Import: s.Import}
 	}
 	for _, l := range j.Recovered {
 		r.RecoveredLocks = append(r.RecoveredLocks, StateLock(l))

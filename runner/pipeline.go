@@ -313,9 +313,10 @@ func (x *unitRun) command(ctx context.Context) error {
 	case kindInit:
 		return nil
 	case kindPlan:
-		r, err := x.run(ctx, PhasePlan, "plan", func(lt string) []string { return planArgs(a, lt, false, "") }, runOpts{okCodes: []int{2}})
+		r, err := x.run(ctx, PhasePlan, "plan", func(lt string) []string { return planArgs(a, lt, false, "") }, runOpts{okCodes: []int{2}, jsonUI: true})
 		if err == nil {
 			x.res.HasChanges = r.exitCode == 2
+			x.res.Summary = r.summary()
 		}
 		return err
 	case kindSavePlan:
@@ -325,14 +326,16 @@ func (x *unitRun) command(ctx context.Context) error {
 		if err != nil {
 			return x.keepErroredState(err)
 		}
+		x.keepSummary(r)
 		return x.keepOutputs(ctx, r.outputs)
 	case kindApplyPlan:
 		return x.applyPlan(ctx, c.reverse)
 	case kindDestroy:
-		_, err := x.run(ctx, PhaseDestroy, "destroy", func(lt string) []string { return destroyArgs(a, lt) }, runOpts{jsonUI: true})
+		r, err := x.run(ctx, PhaseDestroy, "destroy", func(lt string) []string { return destroyArgs(a, lt) }, runOpts{jsonUI: true})
 		if err != nil {
 			return x.keepErroredState(err)
 		}
+		x.keepSummary(r)
 		return nil
 	case kindValidate:
 		_, err := x.tf.run(ctx, validateArgs(), runOpts{})
@@ -348,6 +351,14 @@ func (x *unitRun) command(ctx context.Context) error {
 		return x.pushErroredStates(ctx)
 	}
 	return fmt.Errorf("%w: %s", ErrUnknownCommand, c)
+}
+
+// keepSummary puts what an apply-like command did into the Result.
+func (x *unitRun) keepSummary(r *tfRun) {
+	if s := r.summary(); s != nil {
+		x.res.Summary = s
+		x.res.HasChanges = s.Total() > 0
+	}
 }
 
 // step runs a custom command's function with a Handle.

@@ -74,13 +74,13 @@ func TestPipelineSteps(t *testing.T) {
 	require.True(t, res.InitSkipped)
 
 	res = run(Plan)
-	require.Equal(t, []string{"plan -no-color -detailed-exitcode -input=false -lock-timeout=0ms -target=x.y -var a=1"}, calls())
+	require.Equal(t, []string{"plan -json -detailed-exitcode -input=false -lock-timeout=0ms -target=x.y -var a=1"}, calls())
 	require.True(t, res.HasChanges, "exit code 2 is a plan with changes")
 
 	res = run(SavePlan)
 	got = calls()
 	require.Len(t, got, 2)
-	require.True(t, strings.HasPrefix(got[0], "plan -no-color -detailed-exitcode"), got[0])
+	require.True(t, strings.HasPrefix(got[0], "plan -json -detailed-exitcode"), got[0])
 	require.True(t, strings.HasSuffix(got[0], ".tmp"), "the plan is written beside and renamed: %s", got[0])
 	require.Equal(t, "show -json -no-color "+res.Plan.File, got[1])
 	require.Equal(t, 1, res.Plan.Add)

@@ -83,11 +83,12 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 	}
 	tmp := file + ".tmp"
 	defer os.Remove(tmp)
-	r, err := x.run(ctx, PhasePlan, "plan", func(lt string) []string { return planArgs(x.u.Args, lt, destroy, tmp) }, runOpts{okCodes: []int{2}})
+	r, err := x.run(ctx, PhasePlan, "plan", func(lt string) []string { return planArgs(x.u.Args, lt, destroy, tmp) }, runOpts{okCodes: []int{2}, jsonUI: true})
 	if err != nil {
 		return err
 	}
 	x.res.HasChanges = r.exitCode == 2
+	x.res.Summary = r.summary()
 	// The plan holds sensitive values as terraform renders them.
 	if err := os.Chmod(tmp, 0o600); err != nil {
 		return fmt.Errorf("keep saved plan: %w", err)
@@ -210,6 +211,7 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 	if err := errors.Join(os.Remove(metaFile), os.Remove(file), os.Remove(x.applyingPath())); err != nil {
 		x.out.note("cannot remove the applied plan: " + err.Error())
 	}
+	x.keepSummary(r)
 	return x.keepOutputs(ctx, r.outputs)
 }
 

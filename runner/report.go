@@ -59,8 +59,13 @@ type Result struct {
 	// InitSkipped is set when terraform init was not run because nothing
 	// it depends on changed since the instance's last successful init.
 	InitSkipped bool
-	// HasChanges is set by Plan and SavePlan when the plan is not empty.
+	// HasChanges is set by Plan and SavePlan when the plan is not empty,
+	// and by Apply, ApplyPlan and Destroy when they changed something.
 	HasChanges bool
+	// Summary counts what terraform planned (Plan, SavePlan) or did
+	// (Apply, ApplyPlan, Destroy), from its own change summary; nil for
+	// other commands, or when terraform gave none.
+	Summary *ChangeSummary
 	// Plan describes the saved plan (SavePlan) or the plan that was
 	// applied (ApplyPlan).
 	Plan *PlanSummary
@@ -79,6 +84,16 @@ type OutputValue struct {
 	Type      json.RawMessage
 	Sensitive bool
 }
+
+// ChangeSummary counts resources the way terraform's summary line does
+// ("Plan: 1 to add, 0 to change, 0 to destroy"; a replacement is one add
+// and one destroy).
+type ChangeSummary struct {
+	Add, Change, Destroy, Import int
+}
+
+// Total is the number of changes of every kind.
+func (s ChangeSummary) Total() int { return s.Add + s.Change + s.Destroy + s.Import }
 
 // PlanSummary describes a saved plan.
 type PlanSummary struct {

@@ -44,11 +44,21 @@ type tfRun struct {
 	stdout   []byte // captured stdout, when asked for
 	// From the machine-readable UI (-json):
 	outputs map[string]OutputValue
-	changes *changeSummary
+	changes *changeSummary // the last change summary terraform gave
 	// changeStarted is set once terraform reported a resource operation
 	// or provisioner starting: from then on, infrastructure may differ
 	// from the state, and the command must never be run again by itself.
 	changeStarted bool
+}
+
+// summary is the change summary as a Result gives it; nil when terraform
+// gave none.
+func (r *tfRun) summary() *ChangeSummary {
+	if r == nil || r.changes == nil {
+		return nil
+	}
+	c := r.changes
+	return &ChangeSummary{Add: c.Add, Change: c.Change, Destroy: c.Remove, Import: c.Import}
 }
 
 // changeSummary is terraform's change_summary message.
