@@ -51,7 +51,7 @@ func TestWorkspacePlanDestroy(t *testing.T) {
 	steps := []struct {
 		cmd     Command
 		changes bool
-	}{{Apply, false}, {Plan, false}, {Destroy, false}, {Plan, true}}
+	}{{Apply, true}, {Plan, false}, {Destroy, true}, {Plan, true}} // an apply-like command has changes when it changed something
 	for _, s := range steps {
 		rep, err := r.Run(testCtx(t), s.cmd, u)
 		require.NoError(t, err, "%s", s.cmd)
