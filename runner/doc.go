@@ -61,7 +61,11 @@
 //     backend configuration that changed since the last init is
 //     reconfigured by itself; state is migrated only with
 //     Args.MigrateState.
-//   - workspace: selected (created if missing) unless already selected.
+//   - workspace: selected (created if missing) unless already selected,
+//     then read back from the data dir: a select that left another
+//     workspace selected fails the unit (ErrWorkspace). The name, like
+//     ForceUnlock's lock ID, follows "--", so a name starting with "-"
+//     is a name, never a flag.
 //   - command: one terraform process. Apply's outputs are read from its
 //     machine-readable output (plus terraform output when some are
 //     sensitive); SavePlan keeps the plan, its JSON rendering and a
