@@ -12,8 +12,9 @@
 // Validate, Output, or a custom Step whose function gets a Handle on each
 // unit's prepared workdir and initialized terraform.
 //
-// Run validates everything first (unit IDs, dependencies, cycles, filters,
-// every unit's workdir spec and arguments, two units of one instance);
+// Run validates everything first (unit IDs, which may hold no control
+// character, dependencies, cycles, filters, every unit's workdir spec,
+// arguments and Env, two units of one instance);
 // nothing runs on invalid input and the error wraps a sentinel from
 // errors.go naming the culprit. Order is the dry run.
 //

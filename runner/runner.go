@@ -192,8 +192,8 @@ func (c *config) policy(cmd Command) queue.Policy {
 	}
 }
 
-// checkUnits validates every selected unit's workdir spec and arguments
-// before anything starts, and refuses two units of one instance.
+// checkUnits validates every selected unit's workdir spec, arguments and
+// Env before anything starts, and refuses two units of one instance.
 func (r *Runner) checkUnits(units []Unit, sel []bool) error {
 	byWorkdir := map[string]string{}
 	for i := range units {
@@ -211,6 +211,9 @@ func (r *Runner) checkUnits(units []Unit, sel []bool) error {
 		}
 		byWorkdir[wid] = id
 		if err := checkArgs(id, u.Args); err != nil {
+			return err
+		}
+		if err := checkEnv(id, u.Env); err != nil {
 			return err
 		}
 	}
