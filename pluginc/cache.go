@@ -181,7 +181,7 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 	c.proofs = map[string]proof{}
 	c.listFlights = flight.Group[*listing]{Forget: true}
 	c.installFlights = flight.Group[installResult]{Forget: true}
-	c.env = &fetchEnv{client: cfg.client, log: cfg.log, env: cfg.getenv, cli: cfg.cli, lim: cfg.net, retries: &c.retries}
+	c.env = &fetchEnv{client: withSafeRedirects(cfg.client), log: cfg.log, env: cfg.getenv, cli: cfg.cli, lim: cfg.net, retries: &c.retries}
 	c.sweepAll()
 	return c, nil
 }
