@@ -31,6 +31,7 @@ type Manager struct {
 	log       *slog.Logger
 	lockRetry time.Duration
 	hook      func(path string)
+	budget    budget
 }
 
 // checked is a Spec that passed every check made before the lock.
@@ -126,7 +127,7 @@ func New(root string, opts ...Option) (*Manager, error) {
 			return nil, fmt.Errorf("new workdir manager: %w", err)
 		}
 	}
-	m := &Manager{root: abs, log: c.log, lockRetry: c.lockRetry, hook: c.hook}
+	m := &Manager{root: abs, log: c.log, lockRetry: c.lockRetry, hook: c.hook, budget: c.budget}
 	// Checked before anything is created (never a dir in another user's
 	// reach) and again after: whoever made it first, it is checked as it
 	// is now.
@@ -272,6 +273,10 @@ func (m *Manager) checkRoot(given, source string) error {
 // others can write to, is refused with an *UnsafePathError
 // (ErrUnsafePath) naming it, its owner and its mode, and nothing is
 // written in it. A home Prepare creates is a fresh 0700 dir.
+//
+// A source set larger than the materialization budget (WithBudget) fails
+// with an error wrapping ErrBudget naming the file where the budget ran
+// out; the instance's workdir is left as it was.
 func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 	c, err := m.check(s)
 	if err != nil {
