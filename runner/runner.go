@@ -97,11 +97,19 @@ func (r *Runner) engine(ctx context.Context) (engine.Info, error) {
 // defaultFinder looks for terraform on PATH, then installs a pinned
 // release under the user cache dir.
 func defaultFinder(ctx context.Context) (string, error) {
-	dir := ""
-	if c, err := os.UserCacheDir(); err == nil {
-		dir = filepath.Join(c, "tfisolate", "terraform")
+	return engine.Find(ctx, engine.Terraform, defaultInstallDir())
+}
+
+// defaultInstallDir is where the runner installs terraform when none is
+// on PATH: USERCACHE/tfisolate/terraform, created 0700 and refused if
+// someone else owns or can write it (engine.ErrUnsafeInstallDir); "" when
+// the platform names no user cache dir.
+func defaultInstallDir() string {
+	c, err := os.UserCacheDir()
+	if err != nil {
+		return ""
 	}
-	return engine.Find(ctx, engine.Terraform, dir)
+	return filepath.Join(c, "tfisolate", "terraform")
 }
 
 // Run validates the units and runs cmd over the selected ones, in

@@ -102,7 +102,8 @@ type Workdir struct {
 	closeErr  error
 }
 
-// New returns a Manager for root, creating root if needed. The root,
+// New returns a Manager for root, creating root if needed (0700, as
+// every missing dir above it that New creates). The root,
 // every dir above it and the root's own dirs must be owned by the
 // effective user or root and writable by neither group nor others (a dir
 // above the root may be sticky and writable by all, as /tmp is; the root
@@ -136,7 +137,7 @@ func New(root string, opts ...Option) (*Manager, error) {
 	}
 	// Created only once every option is known to be good: a refused
 	// option leaves nothing behind.
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("create workdir root: %w", err)
 	}
 	if err := m.checkRootTrust(); err != nil {
