@@ -109,7 +109,9 @@ type listing struct {
 	from     map[string]int // version -> index of the first source that offers it
 }
 
-// Open opens (creating if needed) the cache rooted at dir. The root, every
+// Open opens (creating if needed: 0700, as every missing dir above it
+// that Open creates, or 2775 with WithSharedGroup) the cache rooted at
+// dir. The root, every
 // dir above it and every dir in it must be owned by the effective user or
 // root and writable by no one else (a dir above the root may be sticky
 // and writable by all, as /tmp is); otherwise Open, or the use that finds
@@ -138,7 +140,11 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 	}
 	tr := trust{euid: geteuid(), shared: cfg.shared, gid: cfg.gid}
 	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(abs, 0o755); err != nil {
+		perm := fs.FileMode(0o700) // private, as the dirs above it that this creates
+		if tr.shared {
+			perm = 0o755 // setGroup makes it the group's, 2775
+		}
+		if err := os.MkdirAll(abs, perm); err != nil {
 			return nil, fmt.Errorf("pluginc: open cache %s: %w", dir, err)
 		}
 		if tr.shared {
@@ -181,7 +187,7 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 	c.proofs = map[string]proof{}
 	c.listFlights = flight.Group[*listing]{Forget: true}
 	c.installFlights = flight.Group[installResult]{Forget: true}
-	c.env = &fetchEnv{client: cfg.client, log: cfg.log, env: cfg.getenv, cli: cfg.cli, lim: cfg.net, retries: &c.retries}
+	c.env = &fetchEnv{client: withSafeRedirects(cfg.client), log: cfg.log, env: cfg.getenv, cli: cfg.cli, lim: cfg.net, retries: &c.retries}
 	c.sweepAll()
 	return c, nil
 }

@@ -107,6 +107,15 @@
 //     Retries are logged (Info) and counted in Stats.Retries. Waiting for
 //     another process's package lock is bounded by the caller's context;
 //     what the holder does under it is bounded by these same limits.
+//   - Credentials stay at their origin, encrypted. A host's token
+//     (TF_TOKEN_<host>, a credentials block) goes only over https: to
+//     that host's registry API, and to downloads and mirror archives on
+//     the same scheme, host and port; an archive URL on plain http, or
+//     on another host or port, is fetched without it. The cache's HTTP
+//     client (a copy of the one given to WithHTTPClient, which is left
+//     as it was) refuses a redirect from https to http (ErrDownload,
+//     not retried) and drops the Authorization header on a redirect to
+//     another scheme, host or port.
 //   - Limits fail loudly: a document (JSON, SHA256SUMS, signature) larger
 //     than MaxDocumentSize (8 MiB) is an error naming the URL and the
 //     limit, never silently cut; an archive that unpacks to more than

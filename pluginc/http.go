@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	svchost "github.com/hashicorp/terraform-svchost"
 )
 
 // fetchEnv is what sources need from the Cache: the HTTP client and the
@@ -142,6 +144,9 @@ func (e *fetchEnv) get(ctx context.Context, url, token string, consume func(body
 				return ctx.Err()
 			}
 			retry, _ = retryablehttp.DefaultRetryPolicy(ctx, nil, err)
+			if errors.Is(err, errInsecureRedirect) {
+				retry = false
+			}
 			err = fmt.Errorf("%w: GET %s: %w", ErrDownload, url, err)
 		case resp.StatusCode != http.StatusOK:
 			retry, _ = retryablehttp.DefaultRetryPolicy(ctx, resp, nil)
@@ -215,8 +220,14 @@ func (e *fetchEnv) attempt(ctx context.Context, url, token string) (*http.Respon
 		w.stop()
 		return nil, nil, err
 	}
-	if token != "" {
+	switch {
+	case token == "":
+	case req.URL.Scheme == "https":
 		req.Header.Set("Authorization", "Bearer "+token)
+	default:
+		// A registry API that service discovery or a host block put on
+		// plain http: the request goes, the credential does not.
+		e.log.Warn("not sending credentials over plain http", "url", url)
 	}
 	req.Header.Set("User-Agent", "tfisolate-pluginc")
 	resp, err := e.client.Do(req)
@@ -231,6 +242,71 @@ func (e *fetchEnv) attempt(ctx context.Context, url, token string) (*http.Respon
 	}
 	w.phase(phaseBody)
 	return resp, &watchedBody{rc: resp.Body, w: w, actx: actx}, nil
+}
+
+// errInsecureRedirect is the cause of a refused redirect from https to
+// plain http; such a request is not retried.
+var errInsecureRedirect = errors.New("redirect from https to http refused")
+
+// withSafeRedirects returns a shallow copy of hc whose redirect policy is
+// safeRedirect over hc's own, so the caller's client is never changed.
+func withSafeRedirects(hc *http.Client) *http.Client {
+	c := *hc
+	c.CheckRedirect = safeRedirect(hc.CheckRedirect)
+	return &c
+}
+
+// safeRedirect is the cache's redirect policy: a redirect from https to
+// anything else is refused (errInsecureRedirect), and the Authorization
+// header the cache set goes only to the scheme, host and port it was set
+// for (Go's client keeps it for the same host name on any port and
+// scheme). Then next decides, or Go's default limit of 10 redirects.
+func safeRedirect(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "https" {
+			for _, v := range via {
+				if v.URL.Scheme == "https" {
+					return fmt.Errorf("%w: %s to %s", errInsecureRedirect, v.URL.Redacted(), req.URL.Redacted())
+				}
+			}
+		}
+		if len(via) > 0 && !sameOrigin(via[0].URL, req.URL) {
+			req.Header.Del("Authorization")
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// sameOrigin reports whether a and b have the same scheme, host (in
+// Terraform's comparison form) and port (the scheme's default when
+// absent).
+func sameOrigin(a, b *url.URL) bool {
+	if !strings.EqualFold(a.Scheme, b.Scheme) {
+		return false
+	}
+	ha, pa := hostPort(a)
+	hb, pb := hostPort(b)
+	return ha != "" && ha == hb && pa == pb
+}
+
+// hostPort returns u's host in comparison form and its port, the
+// scheme's default port when u names none.
+func hostPort(u *url.URL) (string, string) {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[strings.ToLower(u.Scheme)]
+	}
+	h, err := svchost.ForComparison(u.Hostname())
+	if err != nil {
+		return "", ""
+	}
+	return h.String(), port
 }
 
 // timeoutError says which timeout expired.

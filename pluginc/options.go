@@ -109,7 +109,10 @@ func WithPlatforms(platforms ...string) Option {
 
 // WithHTTPClient sets the client used for registries and network mirrors.
 // The cache's own timeouts and retries apply on top of whatever the client
-// does: a client without timeouts cannot make a request hang.
+// does: a client without timeouts cannot make a request hang. The cache
+// uses a copy whose redirect policy refuses https-to-http redirects and
+// keeps credentials at their scheme, host and port before calling hc's
+// own CheckRedirect; hc itself is not changed.
 func WithHTTPClient(hc *http.Client) Option {
 	return optionFunc(func(c *config) error {
 		if hc == nil {

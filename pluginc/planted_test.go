@@ -97,6 +97,7 @@ func TestForeignEntryRefilled(t *testing.T) {
 			f := startRegistry(t, 0, []string{v})
 			dir := filepath.Join(reachable(t, t.TempDir()), "cache")
 			c0 := f.open(t, dir)
+			require.NoError(t, os.Chmod(dir, 0o755)) // Open makes a new root 0700; theirs to reach then
 			act := tc.plant(t, f, dir)
 			// The dirs their entry and record go in were writable by
 			// others back then.

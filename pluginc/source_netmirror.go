@@ -19,7 +19,10 @@ import (
 // zh: hashes the mirror gives; like Terraform, only the package's own h1:
 // goes into the lock file, since a mirror's hashes are not signed. The
 // mirror's host (port included, as Terraform keys it) gets its
-// TF_TOKEN_<host> or CLI config credentials.
+// TF_TOKEN_<host> or CLI config credentials, sent only to the mirror's
+// own scheme, host and port: an archive URL on plain http or on another
+// host or port is fetched without them, and a redirect from https to
+// http is refused.
 func NetworkMirror(baseURL string) Source { return netMirror{base: baseURL} }
 
 type netMirror struct{ base string }

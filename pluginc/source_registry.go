@@ -25,8 +25,10 @@ import (
 // A TF_TOKEN_<host> variable (dots as "_", hyphens as "__", as in Terraform),
 // else the token of a credentials block of the CLI config given to
 // WithCLIConfig, is sent as a bearer token to that host's registry API
-// (wherever its discovery or a host block puts it) and to downloads from
-// that host itself. A host block in that CLI config with a "providers.v1"
+// (wherever its discovery or a host block puts it, if that is https) and
+// to downloads from https://host itself (same host and port), never over
+// plain http. A redirect from https to http is refused, and a redirect
+// to another scheme, host or port does not carry the token. A host block in that CLI config with a "providers.v1"
 // service is used instead of service discovery, as Terraform uses it.
 func Registry() Source { return &registry{bases: map[string]*url.URL{}} }
 
@@ -53,12 +55,12 @@ func token(env *fetchEnv, host string) string {
 	return env.cli.tokens[h.String()]
 }
 
-// tokenFor returns the credential to send with a request to u: only the
-// provider's own registry host gets it, never a download host elsewhere.
+// tokenFor returns the credential to send with a request to u: only
+// https://host itself (the host the credential is for, its port
+// included, 443 when it names none) gets it, never plain http on that
+// host name, another port or a download host elsewhere.
 func tokenFor(env *fetchEnv, host string, u *url.URL) string {
-	a, err1 := svchost.ForComparison(host)
-	b, err2 := svchost.ForComparison(u.Host)
-	if err1 != nil || err2 != nil || a != b {
+	if !sameOrigin(&url.URL{Scheme: "https", Host: host}, u) {
 		return ""
 	}
 	return token(env, host)

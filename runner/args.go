@@ -132,11 +132,16 @@ func outputArgs() []string { return []string{"output", "-json"} }
 
 func showPlanArgs(planFile string) []string { return []string{"show", "-json", "-no-color", planFile} }
 
+// workspaceArgs and forceUnlockArgs put "--" before the name and the ID:
+// without it terraform and tofu read a name such as "-h" as a flag (print
+// help, exit 0) and the unit would run in another workspace.
 func workspaceArgs(name string, a Args) []string {
-	return append([]string{"workspace", "select", "-or-create=true"}, append(earlyVarArgs(a), name)...)
+	return append(append([]string{"workspace", "select", "-or-create=true"}, earlyVarArgs(a)...), "--", name)
 }
 
-func forceUnlockArgs(id string) []string { return []string{"force-unlock", "-force", "-no-color", id} }
+func forceUnlockArgs(id string) []string {
+	return []string{"force-unlock", "-force", "-no-color", "--", id}
+}
 
 // checkArgs refuses arguments terraform would misread: values that look
 // like flags and var files or backend files that do not exist are caught

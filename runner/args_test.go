@@ -146,8 +146,8 @@ func TestOtherCommandArgs(t *testing.T) {
 	require.Equal(t, []string{"validate", "-no-color"}, validateArgs())
 	require.Equal(t, []string{"output", "-json"}, outputArgs())
 	require.Equal(t, []string{"show", "-json", "-no-color", "/p"}, showPlanArgs("/p"))
-	require.Equal(t, []string{"workspace", "select", "-or-create=true", "blue"}, workspaceArgs("blue", Args{}))
-	require.Equal(t, []string{"force-unlock", "-force", "-no-color", "abc-123"}, forceUnlockArgs("abc-123"))
+	require.Equal(t, []string{"workspace", "select", "-or-create=true", "--", "blue"}, workspaceArgs("blue", Args{}))
+	require.Equal(t, []string{"force-unlock", "-force", "-no-color", "--", "abc-123"}, forceUnlockArgs("abc-123"))
 }
 
 func TestCheckArgs(t *testing.T) {

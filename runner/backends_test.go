@@ -421,7 +421,7 @@ func TestHTTPStaleLock(t *testing.T) {
 		rep, err := r.Run(testCtx(t), Apply, unit)
 		require.ErrorIs(t, err, ErrStateLocked)
 		require.ErrorContains(t, err, held.ID)
-		require.ErrorContains(t, err, "force-unlock -force -no-color "+held.ID)
+		require.ErrorContains(t, err, "force-unlock -force -no-color -- "+held.ID)
 		res := rep.Results[0]
 		require.Equal(t, Failed, res.Status)
 		require.NotNil(t, res.StateLock)

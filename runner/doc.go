@@ -12,8 +12,9 @@
 // Validate, Output, or a custom Step whose function gets a Handle on each
 // unit's prepared workdir and initialized terraform.
 //
-// Run validates everything first (unit IDs, dependencies, cycles, filters,
-// every unit's workdir spec and arguments, two units of one instance);
+// Run validates everything first (unit IDs, which may hold no control
+// character, dependencies, cycles, filters, every unit's workdir spec,
+// arguments and Env, two units of one instance);
 // nothing runs on invalid input and the error wraps a sentinel from
 // errors.go naming the culprit. Order is the dry run.
 //
@@ -61,7 +62,11 @@
 //     backend configuration that changed since the last init is
 //     reconfigured by itself; state is migrated only with
 //     Args.MigrateState.
-//   - workspace: selected (created if missing) unless already selected.
+//   - workspace: selected (created if missing) unless already selected,
+//     then read back from the data dir: a select that left another
+//     workspace selected fails the unit (ErrWorkspace). The name, like
+//     ForceUnlock's lock ID, follows "--", so a name starting with "-"
+//     is a name, never a flag.
 //   - command: one terraform process. Apply's outputs are read from its
 //     machine-readable output (plus terraform output when some are
 //     sensitive); SavePlan keeps the plan, its JSON rendering and a

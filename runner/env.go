@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -91,4 +93,24 @@ func splitLogPath(env, own map[string]string, id string) {
 	if f, err := os.OpenFile(env["TF_LOG_PATH"], os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
 		f.Close()
 	}
+}
+
+// checkEnv refuses a Unit.Env that would not reach terraform as the
+// variables it names: an empty key (the process would get "=value"), a
+// key with '=' (TF_CLI_CONFIG_FILE=x as a key would override the CLI
+// config the runner forces) or NUL, and a value with NUL (the unit would
+// fail at its first terraform, after its workdir was written). The error
+// names the unit and the key, never the value.
+func checkEnv(id string, env map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		switch {
+		case k == "":
+			return fmt.Errorf("%w: unit %s: Env has an empty variable name", ErrInvalidUnit, id)
+		case strings.ContainsAny(k, "=\x00"):
+			return fmt.Errorf("%w: unit %s: Env variable name %q has '=' or NUL in it", ErrInvalidUnit, id, k)
+		case strings.ContainsRune(env[k], 0):
+			return fmt.Errorf("%w: unit %s: the value of Env variable %q has NUL in it", ErrInvalidUnit, id, k)
+		}
+	}
+	return nil
 }

@@ -84,6 +84,9 @@ var (
 	// the SDK, a library it uses, or the unit's Generate): the unit fails
 	// with the panic's message and stack, every other unit runs on.
 	ErrPanic = errors.New("panic")
+	// ErrWorkspace reports a unit whose workspace select exited 0 but
+	// left another workspace selected; nothing else ran.
+	ErrWorkspace = errors.New("workspace not selected")
 	// ErrGenerate is wrapped by the error of a unit whose Generate
 	// function failed.
 	ErrGenerate = errors.New("generate files")

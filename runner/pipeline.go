@@ -287,6 +287,9 @@ func (x *unitRun) workspace(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("workspace %q: %w", ws, err)
 	}
+	if got := currentWorkspace(x.w.DataDir); got != ws {
+		return fmt.Errorf("%w: %q asked for, %q selected after workspace select", ErrWorkspace, ws, got)
+	}
 	return nil
 }
 

@@ -58,7 +58,7 @@ func TestPipelineSteps(t *testing.T) {
 	got := calls()
 	require.Equal(t, []string{"init", "workspace", "apply"}, first(got))
 	require.Equal(t, "init -input=false -no-color", got[0])
-	require.Equal(t, "workspace select -or-create=true dev", got[1])
+	require.Equal(t, "workspace select -or-create=true -- dev", got[1])
 	require.Equal(t, "apply -auto-approve -json -input=false -lock-timeout=0ms -target=x.y -var a=1", got[2])
 	require.JSONEq(t, `"x-1"`, string(res.Outputs["id"].Value))
 	require.False(t, res.InitSkipped)
@@ -109,5 +109,5 @@ func TestPipelineSteps(t *testing.T) {
 	run(Init)
 	require.Equal(t, []string{"init"}, first(calls()))
 	require.NoError(t, r.ForceUnlock(testCtx(t), u, "lock-1"))
-	require.Equal(t, []string{"force-unlock -force -no-color lock-1"}, calls())
+	require.Equal(t, []string{"force-unlock -force -no-color -- lock-1"}, calls())
 }

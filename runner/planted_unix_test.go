@@ -153,7 +153,9 @@ func TestPlantedProviderNeverRuns(t *testing.T) {
 			if tc.shared {
 				plantAsOther(t, p)
 			} else {
-				// Back when the cache was writable by others.
+				// Back when the cache was writable by others (and
+				// reachable: Open makes a new root 0700).
+				require.NoError(t, os.Chmod(cache.Dir(), 0o755))
 				way := []string{filepath.Dir(p.Entry), filepath.Dir(p.Meta)}
 				for _, d := range way {
 					require.NoError(t, os.MkdirAll(d, 0o755))

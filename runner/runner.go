@@ -100,11 +100,19 @@ func (r *Runner) engine(ctx context.Context) (engine.Info, error) {
 // defaultFinder looks for terraform on PATH, then installs a pinned
 // release under the user cache dir.
 func defaultFinder(ctx context.Context) (string, error) {
-	dir := ""
-	if c, err := os.UserCacheDir(); err == nil {
-		dir = filepath.Join(c, "tfisolate", "terraform")
+	return engine.Find(ctx, engine.Terraform, defaultInstallDir())
+}
+
+// defaultInstallDir is where the runner installs terraform when none is
+// on PATH: USERCACHE/tfisolate/terraform, created 0700 and refused if
+// someone else owns or can write it (engine.ErrUnsafeInstallDir); "" when
+// the platform names no user cache dir.
+func defaultInstallDir() string {
+	c, err := os.UserCacheDir()
+	if err != nil {
+		return ""
 	}
-	return engine.Find(ctx, engine.Terraform, dir)
+	return filepath.Join(c, "tfisolate", "terraform")
 }
 
 // Run validates the units and runs cmd over the selected ones, in
@@ -210,8 +218,8 @@ func (c *config) policy(cmd Command) queue.Policy {
 	}
 }
 
-// checkUnits validates every selected unit's workdir spec and arguments
-// before anything starts, and refuses two units of one instance.
+// checkUnits validates every selected unit's workdir spec, arguments and
+// Env before anything starts, and refuses two units of one instance.
 func (r *Runner) checkUnits(units []Unit, sel []bool) error {
 	byWorkdir := map[string]string{}
 	for i := range units {
@@ -229,6 +237,9 @@ func (r *Runner) checkUnits(units []Unit, sel []bool) error {
 		}
 		byWorkdir[wid] = id
 		if err := checkArgs(id, u.Args); err != nil {
+			return err
+		}
+		if err := checkEnv(id, u.Env); err != nil {
 			return err
 		}
 	}

@@ -139,6 +139,22 @@ func TestInvalidUnitsRefusedBeforeAnything(t *testing.T) {
 			{Workdir: workdir.Spec{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-2", Source: filepath.Join(src, "nope")}},
 		}, filepath.Join(src, "nope")},
 		{"empty ID", []runner.Unit{valid, {Workdir: workdir.Spec{Source: src}}}, ""},
+		// Issue 22 item 7: Env keys and values that would not reach
+		// terraform as the variables they name.
+		{"Env key with =", []runner.Unit{valid, envUnit(src, "env-eq", "TF_CLI_CONFIG_FILE=x", "/tmp/evil.tfrc")},
+			`unit plat-ue2-dev/env-eq: Env variable name "TF_CLI_CONFIG_FILE=x"`},
+		{"empty Env key", []runner.Unit{valid, envUnit(src, "env-empty", "", "x")}, "unit plat-ue2-dev/env-empty: Env has an empty variable name"},
+		{"NUL in Env key", []runner.Unit{valid, envUnit(src, "env-nulkey", "A\x00B", "x")}, `unit plat-ue2-dev/env-nulkey: Env variable name "A\x00B"`},
+		{"NUL in Env value", []runner.Unit{valid, envUnit(src, "env-nulval", "AWS_PROFILE", "dev\x00prod")},
+			`unit plat-ue2-dev/env-nulval: the value of Env variable "AWS_PROFILE" has NUL`},
+		// Issue 22 item 8: an ID that would forge lines of the combined
+		// output ("[ID] line").
+		{"newline in ID", []runner.Unit{valid, {ID: "pr/x\n::error::forged", Workdir: workdir.Spec{Stack: "plat-ue2-dev", Instance: "nl", Source: src}}},
+			`id "pr/x\n::error::forged" contains the control character U+000A`},
+		{"carriage return in ID", []runner.Unit{valid, {ID: "pr/x\r[prod/db] Destroy complete!", Workdir: workdir.Spec{Stack: "plat-ue2-dev", Instance: "cr", Source: src}}},
+			"U+000D"},
+		{"escape in ID", []runner.Unit{valid, {ID: "pr/\x1b[1Ax", Workdir: workdir.Spec{Stack: "plat-ue2-dev", Instance: "esc", Source: src}}},
+			"U+001B"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,6 +169,12 @@ func TestInvalidUnitsRefusedBeforeAnything(t *testing.T) {
 			requireEmptyDir(t, root)
 		})
 	}
+}
+
+// envUnit is an instance of src in plat-ue2-dev whose Env is {key: value}.
+func envUnit(src, instance, key, value string) runner.Unit {
+	return runner.Unit{Workdir: workdir.Spec{Stack: "plat-ue2-dev", Instance: instance, Source: src},
+		Env: map[string]string{key: value}}
 }
 
 // requireEmptyDir checks that nothing was written under dir (it may not

@@ -9,7 +9,9 @@ import (
 // Unit is one root-module instance to run.
 type Unit struct {
 	// ID names the unit in DependsOn, filters, events and the report.
-	// Empty means Workdir.Stack + "/" + Workdir.Instance.
+	// Empty means Workdir.Stack + "/" + Workdir.Instance. It must be
+	// valid UTF-8 with no control character (newline, escape, ...) or
+	// line separator: it prefixes every line of the combined output.
 	ID string
 	// Workdir says what to prepare: stack, instance, component source and
 	// generated files.
@@ -23,6 +25,8 @@ type Unit struct {
 	DependsOn []string
 	// Env is added to terraform's environment for this unit only, over
 	// the process environment (AWS_PROFILE per stack, TF_VAR_x, ...).
+	// Run refuses (ErrInvalidUnit, naming the unit and the key) an empty
+	// key, a key with '=' or NUL, and a value with NUL.
 	Env map[string]string
 	// Args are the terraform arguments of this unit.
 	Args Args

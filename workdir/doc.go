@@ -36,7 +36,8 @@
 //     Prepare under another engine rebuilds the layout.
 //   - The source tree is only read (DESIGN invariant 1). Files are cloned
 //     copy-on-write (FICLONE) where the filesystem supports it and copied
-//     otherwise; never hard-linked. A source that contains the root, or lies
+//     otherwise, data segments only (SEEK_DATA/SEEK_HOLE), so a sparse
+//     file's holes stay holes in every instance; never hard-linked. A source that contains the root, or lies
 //     inside it, is refused, with paths compared both as given and with
 //     symlinks resolved; a root reached through a symlink inside a local
 //     module's directory is never entered.
@@ -80,6 +81,12 @@
 //     instance's own and survives every refresh.
 //   - Generated files (Spec.Files) are written atomically into Workdir.Dir;
 //     names that escape it or would overwrite instance-owned data are refused.
+//   - A source set over the materialization budget (WithBudget; by
+//     default DefaultBudgetBytes and DefaultBudgetFiles per instance) is
+//     refused with ErrBudget naming the file where the budget ran out,
+//     before anything of the instance is written: a module source that
+//     leaves the repository or a stray huge file is never copied into
+//     every instance.
 //   - Bad input is refused before anything is written, with an *InputError
 //     (wrapping ErrInvalid) that names the input (invariant 9). Check makes
 //     every such check without writing or locking; Prepare starts with it.

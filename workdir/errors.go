@@ -54,6 +54,13 @@ var (
 	// secrets, state) would be in their reach. Use errors.As with
 	// *UnsafePathError for the path, its owner and its mode.
 	ErrUnsafePath = errors.New("unsafe workdir path")
+
+	// ErrBudget is wrapped by the error Prepare returns when the files it
+	// would copy from the source set exceed the Manager's
+	// materialization budget (WithBudget): too many bytes or too many
+	// files for one instance. The message names the file where the
+	// budget ran out and the limit; nothing of the instance was written.
+	ErrBudget = errors.New("materialization budget exceeded")
 )
 
 // UnsafePathError names a path the manager refuses to trust: its owner,

@@ -31,6 +31,7 @@ type Manager struct {
 	log       *slog.Logger
 	lockRetry time.Duration
 	hook      func(path string)
+	budget    budget
 }
 
 // checked is a Spec that passed every check made before the lock.
@@ -111,7 +112,8 @@ type Workdir struct {
 	closeErr  error
 }
 
-// New returns a Manager for root, creating root if needed. The root,
+// New returns a Manager for root, creating root if needed (0700, as
+// every missing dir above it that New creates). The root,
 // every dir above it and the root's own dirs must be owned by the
 // effective user or root and writable by neither group nor others (a dir
 // above the root may be sticky and writable by all, as /tmp is; the root
@@ -136,7 +138,7 @@ func New(root string, opts ...Option) (*Manager, error) {
 			return nil, fmt.Errorf("new workdir manager: %w", err)
 		}
 	}
-	m := &Manager{root: abs, log: c.log, lockRetry: c.lockRetry, hook: c.hook}
+	m := &Manager{root: abs, log: c.log, lockRetry: c.lockRetry, hook: c.hook, budget: c.budget}
 	// Checked before anything is created (never a dir in another user's
 	// reach) and again after: whoever made it first, it is checked as it
 	// is now.
@@ -145,7 +147,7 @@ func New(root string, opts ...Option) (*Manager, error) {
 	}
 	// Created only once every option is known to be good: a refused
 	// option leaves nothing behind.
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("create workdir root: %w", err)
 	}
 	if err := m.checkRootTrust(); err != nil {
@@ -286,6 +288,10 @@ func (m *Manager) checkRoot(given, source string) error {
 // others can write to, is refused with an *UnsafePathError
 // (ErrUnsafePath) naming it, its owner and its mode, and nothing is
 // written in it. A home Prepare creates is a fresh 0700 dir.
+//
+// A source set larger than the materialization budget (WithBudget) fails
+// with an error wrapping ErrBudget naming the file where the budget ran
+// out; the instance's workdir is left as it was.
 func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 	c, err := m.check(s)
 	if err != nil {

@@ -55,7 +55,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	}
 
 	lay := discover(ctx, m.log, source, rule)
-	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(in.backend, lay.component), inputsOf(lay.reads, lay.component, in.backend))
+	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(in.backend, lay.component), inputsOf(lay.reads, lay.component, in.backend), m.budget)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (m *Manager) warm(ctx context.Context, home string, old *stamp, in input) (
 	if !slices.Equal(gen, old.Generated) {
 		return nil, nil, false, nil
 	}
-	set, err := collect(ctx, old.Base, old.Dirs, m.realRoot, statePathsOf(in.backend, old.Component), inputsOf(old.Reads, old.Component, in.backend))
+	set, err := collect(ctx, old.Base, old.Dirs, m.realRoot, statePathsOf(in.backend, old.Component), inputsOf(old.Reads, old.Component, in.backend), m.budget)
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, nil, false, cerr
 	}

@@ -23,10 +23,50 @@ type config struct {
 	log       *slog.Logger
 	lockRetry time.Duration
 	hook      func(path string)
+	budget    budget
 }
 
 func defaultConfig() config {
-	return config{log: slog.New(slog.DiscardHandler), lockRetry: 50 * time.Millisecond}
+	return config{log: slog.New(slog.DiscardHandler), lockRetry: 50 * time.Millisecond,
+		budget: budget{bytes: DefaultBudgetBytes, files: DefaultBudgetFiles}}
+}
+
+// The default materialization budget of a Manager (see WithBudget): what
+// one Prepare may copy from the source into one instance's workdir.
+const (
+	// DefaultBudgetBytes is 1 GiB: the sum of the sizes of the files
+	// copied from the source.
+	DefaultBudgetBytes int64 = 1 << 30
+	// DefaultBudgetFiles is 10,000 files copied from the source.
+	DefaultBudgetFiles = 10_000
+)
+
+// budget is the most one Prepare copies from the source.
+type budget struct {
+	bytes int64
+	files int
+}
+
+// WithBudget sets the materialization budget: the most one Prepare may
+// copy from the source set (the component and the local modules it
+// reaches) into one instance's workdir, as the sum of the files' sizes
+// (apparent sizes: a sparse file counts its full length, although its
+// holes stay holes in the copy) and as a number of files. Generated files
+// (Spec.Files) do not count. A source set over either limit fails Prepare
+// with an error wrapping ErrBudget that names the file where the limit
+// was crossed, before anything of the instance is written: a module
+// source that leaves the repository ("../../../../usr/share/doc") or a
+// stray multi-GiB file is refused instead of being copied into every
+// instance. Both must be positive; the defaults are DefaultBudgetBytes
+// and DefaultBudgetFiles.
+func WithBudget(maxBytes int64, maxFiles int) Option {
+	return optionFunc(func(c *config) error {
+		if maxBytes <= 0 || maxFiles <= 0 {
+			return invalid("option", fmt.Sprintf("WithBudget(%d, %d)", maxBytes, maxFiles), "both limits must be positive")
+		}
+		c.budget = budget{bytes: maxBytes, files: maxFiles}
+		return nil
+	})
 }
 
 // WithLogger sends the manager's debug and info records to l. A nil l

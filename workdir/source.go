@@ -118,6 +118,8 @@ type collector struct {
 	root   string // the manager's root, symlinks resolved: never entered
 	owned  statePaths
 	inputs map[string]bool // state-like files read as inputs: copied
+	budget budget          // the most the set may hold
+	bytes  int64           // the sizes of the files taken so far
 	buf    []byte
 	seen   map[string]bool
 	set    scan
@@ -134,8 +136,8 @@ type collector struct {
 // left out, except inputs (slash paths under base: state files the
 // configuration reads through a local terraform_remote_state, see
 // inputsOf), which are taken like any other file.
-func collect(ctx context.Context, base string, dirs []string, root string, owned statePaths, inputs map[string]bool) (*scan, error) {
-	c := &collector{ctx: ctx, root: root, owned: owned, inputs: inputs, buf: make([]byte, 32<<10), seen: map[string]bool{}}
+func collect(ctx context.Context, base string, dirs []string, root string, owned statePaths, inputs map[string]bool, lim budget) (*scan, error) {
+	c := &collector{ctx: ctx, root: root, owned: owned, inputs: inputs, budget: lim, buf: make([]byte, 32<<10), seen: map[string]bool{}}
 	for _, d := range dirs {
 		top := filepath.Join(base, filepath.FromSlash(d))
 		real, err := filepath.EvalSymlinks(top)
@@ -207,6 +209,9 @@ func (c *collector) walk(real, rel string, stack []string) error {
 			if !input && instanceOwned(name) || c.seen[r] {
 				continue
 			}
+			if err := c.spend(p, fi.Size()); err != nil {
+				return err
+			}
 			sum, size, err := fileSum(c.ctx, p, c.buf)
 			if errors.Is(err, modtree.ErrNotRegular) {
 				c.set.irregular = append(c.set.irregular, p) // replaced since the listing
@@ -220,6 +225,21 @@ func (c *collector) walk(real, rel string, stack []string) error {
 		default:
 			c.set.irregular = append(c.set.irregular, p)
 		}
+	}
+	return nil
+}
+
+// spend counts the file p of size bytes against the budget, before it is
+// read: a set over the budget is refused at the file that crossed it.
+func (c *collector) spend(p string, size int64) error {
+	if c.budget.files > 0 && len(c.set.ents)+1 > c.budget.files {
+		return fmt.Errorf("%w: %s: the source set holds more than %d files (the budget of one instance; workdir.WithBudget raises it)",
+			ErrBudget, p, c.budget.files)
+	}
+	c.bytes += size
+	if c.budget.bytes > 0 && c.bytes > c.budget.bytes {
+		return fmt.Errorf("%w: %s (%d bytes): the source set holds more than %d bytes (the budget of one instance; workdir.WithBudget raises it)",
+			ErrBudget, p, size, c.budget.bytes)
 	}
 	return nil
 }

@@ -14,4 +14,10 @@ var (
 	// ErrUnrecognized is returned by Detect when a binary runs but its
 	// version output is neither Terraform's nor OpenTofu's.
 	ErrUnrecognized = errors.New("unrecognized version output")
+
+	// ErrUnsafeInstallDir is returned by Find when the dir it would
+	// install terraform into (or take an installed one from), a dir
+	// above it, or the binary in it is one another user owns or can
+	// write to; the message names the path, its owner and mode.
+	ErrUnsafeInstallDir = errors.New("unsafe terraform install dir")
 )

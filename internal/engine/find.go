@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/hc-install/fs"
 	"github.com/hashicorp/hc-install/product"
 	"github.com/hashicorp/hc-install/releases"
+
+	"github.com/tfisolate/tfisolate/internal/pathtrust"
 )
 
 // TerraformRelease is the Terraform release Find installs when terraform is
@@ -31,7 +33,9 @@ const InstallTimeout = 10 * time.Minute
 // when installDir is not empty, TerraformRelease installed into
 // installDir/VERSION/ once across processes (an exclusive flock in
 // installDir, unpacked into a temp dir and renamed into place, so a killed
-// install is never mistaken for a finished one).
+// install is never mistaken for a finished one). installDir is created
+// 0700; an install dir, a dir above it or a binary in it that another
+// user owns or can write to is refused (ErrUnsafeInstallDir), never run.
 //
 // OpenTofu: the first tofu on PATH; installDir is not used, since OpenTofu
 // publishes no installer library. A missing binary is an error wrapping
@@ -86,12 +90,17 @@ func findTerraform(ctx context.Context, installDir string) (string, error) {
 
 func installTerraform(ctx context.Context, installDir string) (string, error) {
 	final := filepath.Join(installDir, TerraformRelease, Terraform.Executable())
+	// A binary found here runs as this user: the dir and what is in it
+	// must be this user's (invariant 12), never another user's plant.
+	if err := checkInstall(installDir, final); err != nil {
+		return "", err
+	}
 	if isExecutable(final) {
 		return final, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, InstallTimeout)
 	defer cancel()
-	if err := os.MkdirAll(installDir, 0o755); err != nil {
+	if err := MakeInstallDir(installDir); err != nil {
 		return "", err
 	}
 	// hc-install unpacks in place with no lock of its own: the flock makes
@@ -117,7 +126,7 @@ func installTerraform(ctx context.Context, installDir string) (string, error) {
 	if _, err := ev.Install(ctx); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
 		return "", err
 	}
 	// The rename publishes a complete binary: a killed install leaves only
@@ -126,6 +135,46 @@ func installTerraform(ctx context.Context, installDir string) (string, error) {
 		return "", err
 	}
 	return final, nil
+}
+
+// MakeInstallDir creates installDir, and the dirs above it that are
+// missing, 0700, then checks it as checkInstall does: whoever made it
+// first, it is checked as it is now. Find calls it before an install.
+func MakeInstallDir(installDir string) error {
+	if err := os.MkdirAll(installDir, 0o700); err != nil {
+		return err
+	}
+	return checkInstall(installDir, filepath.Join(installDir, TerraformRelease, Terraform.Executable()))
+}
+
+// checkInstall refuses an install dir, a dir above it or on the way to
+// the binary final, or final itself, that someone other than the
+// effective user or root owns or can write to (internal/pathtrust's
+// rule, as for the plugin cache): a terraform planted there would run as
+// this user. The error wraps ErrUnsafeInstallDir and names the path, its
+// owner and mode.
+func checkInstall(installDir, final string) error {
+	pol := pathtrust.Effective()
+	u, err := pol.CheckRoot(installDir)
+	if u == nil && err == nil {
+		u, err = pol.CheckInside(installDir, TerraformRelease)
+	}
+	if err != nil {
+		return err
+	}
+	if u == nil {
+		if fi, err := os.Lstat(final); err == nil {
+			if why := pol.Foreign(fi); why != "" {
+				u = pathtrust.UnsafeOf(final, fi, "it "+why)
+			} else if !fi.Mode().IsRegular() {
+				u = pathtrust.UnsafeOf(final, fi, "it is a "+pathtrust.TypeName(fi.Mode())+", not a regular file")
+			}
+		}
+	}
+	if u != nil {
+		return fmt.Errorf("%w: %w; use an install dir only you can write, such as the default under os.UserCacheDir (0700)", ErrUnsafeInstallDir, u)
+	}
+	return nil
 }
 
 func isExecutable(p string) bool {

@@ -84,8 +84,8 @@ type result struct {
 	filled bool
 }
 
-// Open returns a Store on dir, creating dir and its state directory if
-// they are missing. Leftovers of fills whose process died are removed for
+// Open returns a Store on dir, creating dir (0700, as every missing dir
+// above it) and its state directory if they are missing. Leftovers of fills whose process died are removed for
 // every key whose lock is free, so a store does not grow from crashes of
 // keys nobody asks for again.
 func Open(dir string, opts ...Option) (*Store, error) {
@@ -111,6 +111,11 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	// Checked before anything is created in it, and again after: whoever
 	// made it first, it is checked as it is now.
 	if err := unsafe(pathtrust.Effective().CheckRoot(abs)); err != nil {
+		return nil, fmt.Errorf("modstore: open %s: %w", abs, err)
+	}
+	// A missing store, and the dirs above it that this creates, are
+	// private (0700).
+	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("modstore: open %s: %w", abs, err)
 	}
 	for _, d := range []string{locksDir, tmpDir} {

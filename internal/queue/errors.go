@@ -8,8 +8,8 @@ import "errors"
 // public surface.
 var (
 	// ErrInvalidUnit reports a unit that cannot be queued as given: an
-	// empty ID, a unit depending on itself, or dependency lists for more
-	// units than there are.
+	// empty ID, an ID with a control character, a unit depending on
+	// itself, or dependency lists for more units than there are.
 	ErrInvalidUnit = errors.New("invalid unit")
 	// ErrDuplicateUnit reports two units with the same ID.
 	ErrDuplicateUnit = errors.New("duplicate unit id")

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -15,7 +16,8 @@ import (
 // patterns and shard counts, and checks New, Select, Waves and Run against
 // their definitions, computed here independently:
 //
-//   - New succeeds exactly when the IDs are non-empty and unique and the
+//   - New succeeds exactly when the IDs are non-empty, valid UTF-8 with
+//     no control character or line separator, and unique, and the
 //     dependencies name other known units without a cycle; otherwise the
 //     error wraps the sentinel of the first problem class found.
 //   - Filter.Add refuses exactly the empty and invalid patterns; Select
@@ -192,8 +194,13 @@ func fuzzCheckWaves(t *testing.T, g *Graph, ids []string, sel []bool, p Policy) 
 func fuzzProblem(ids []string, deps [][]string) error {
 	idx := map[string]int{}
 	for i, id := range ids {
-		if id == "" {
+		if id == "" || !utf8.ValidString(id) {
 			return ErrInvalidUnit
+		}
+		for _, r := range id {
+			if r < 0x20 || r >= 0x7f && r < 0xa0 || r == 0x2028 || r == 0x2029 {
+				return ErrInvalidUnit
+			}
 		}
 		if _, dup := idx[id]; dup {
 			return ErrDuplicateUnit

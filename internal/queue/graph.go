@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Graph is a validated dependency graph over a set of units. Nodes are
@@ -20,7 +22,8 @@ type Graph struct {
 // New validates the units and their dependencies and returns their graph.
 // deps[i] lists the IDs unit i depends on; deps may be shorter than ids
 // (missing entries mean no dependencies) and may repeat an ID. IDs must be
-// non-empty and unique, every dependency must name a unit other than
+// non-empty, valid UTF-8 with no control character (see badIDRune), and
+// unique, every dependency must name a unit other than
 // itself, and there must be no cycle. The error wraps ErrInvalidUnit,
 // ErrDuplicateUnit, ErrUnknownDependency or ErrCycle and names the units
 // involved.
@@ -32,6 +35,9 @@ func New(ids []string, deps [][]string) (*Graph, error) {
 	for i, id := range g.ids {
 		if id == "" {
 			return nil, fmt.Errorf("%w: unit %d has an empty id", ErrInvalidUnit, i)
+		}
+		if why := badID(id); why != "" {
+			return nil, fmt.Errorf("%w: unit %d: id %q %s", ErrInvalidUnit, i, id, why)
 		}
 		if j, dup := g.index[id]; dup {
 			return nil, fmt.Errorf("%w: %q (units %d and %d)", ErrDuplicateUnit, id, j, i)
@@ -67,6 +73,29 @@ func New(ids []string, deps [][]string) (*Graph, error) {
 		return nil, fmt.Errorf("%w: %s", ErrCycle, strings.Join(names, " -> "))
 	}
 	return g, nil
+}
+
+// badID says what is wrong with a non-empty unit ID, or "" when nothing
+// is. An ID prefixes every line of a unit's output ("[ID] ") and names it
+// in logs and CI annotations: a newline or another control character in
+// it would let the ID forge lines (a CI workflow command, another unit's
+// "Destroy complete!"), so IDs are refused with any rune badIDRune
+// reports, as workdir.ID refuses stack and instance names.
+func badID(id string) string {
+	if !utf8.ValidString(id) {
+		return "is not valid UTF-8"
+	}
+	if i := strings.IndexFunc(id, badIDRune); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(id[i:])
+		return fmt.Sprintf("contains the control character %U", r)
+	}
+	return ""
+}
+
+// badIDRune reports the runes a unit ID may not hold: C0 and C1 controls,
+// DEL, and the Unicode line and paragraph separators.
+func badIDRune(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
 }
 
 // Len returns the number of units.

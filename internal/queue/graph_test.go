@@ -54,6 +54,11 @@ func TestNewValidation(t *testing.T) {
 		{"duplicate", []string{"a", "b", "a"}, ErrDuplicateUnit, `duplicate unit id: "a" (units 0 and 2)`},
 		{"unknown dep", []string{"a:ghost"}, ErrUnknownDependency, `unknown dependency: unit "a" depends on "ghost", which is not among the units`},
 		{"empty id", []string{"a", ""}, ErrInvalidUnit, "unit 1 has an empty id"},
+		{"newline in id", []string{"a", "prod/db\n[prod/x] Destroy complete!"}, ErrInvalidUnit, `unit 1: id "prod/db\n[prod/x] Destroy complete!" contains the control character U+000A`},
+		{"escape in id", []string{"a\x1b[2Kb"}, ErrInvalidUnit, "U+001B"},
+		{"C1 control in id", []string{"a\u0085b"}, ErrInvalidUnit, "U+0085"},
+		{"line separator in id", []string{"a\u2028b"}, ErrInvalidUnit, "U+2028"},
+		{"invalid UTF-8 id", []string{"a\xffb"}, ErrInvalidUnit, "not valid UTF-8"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,7 +14,12 @@
 // host name through the CLI configuration's host block ModuleServices
 // returns. Downloads can be throttled, counted, held mid-body by a
 // Gate and broken on purpose with a Fault, so tests of caches can observe
-// exactly-once downloads and crash safety deterministically.
+// exactly-once downloads and crash safety deterministically. For tests of
+// where credentials go, PlainHTTP serves the same routes over plain HTTP
+// on the host's port 80 (as HTTPClient dials it), SetArchiveBase makes
+// download documents point there, RedirectDownloads redirects downloads
+// there, and AuthorizedRequests lists every request that carried an
+// Authorization header, with its scheme.
 //
 // New does not need a testing.TB, so examples can use it; Start is the
 // test-friendly wrapper that fails the test on error and closes the server

@@ -23,6 +23,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /modarchive/{ns}/{name}/{system}/{file}", s.moduleArchive)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
+		s.recordAuth(r)
 		s.log.Debug("request", "method", r.Method, "path", r.URL.Path)
 		mux.ServeHTTP(w, r)
 	})
@@ -89,9 +90,9 @@ func (s *Server) downloadDoc(w http.ResponseWriter, r *http.Request) {
 		"os":                    osName,
 		"arch":                  arch,
 		"filename":              p.Filename(),
-		"download_url":          base + p.Filename(),
-		"shasums_url":           base + "SHA256SUMS",
-		"shasums_signature_url": base + "SHA256SUMS.sig",
+		"download_url":          s.archiveURL(base + p.Filename()),
+		"shasums_url":           s.archiveURL(base + "SHA256SUMS"),
+		"shasums_signature_url": s.archiveURL(base + "SHA256SUMS.sig"),
 		"shasum":                s.sha(p, f),
 		"signing_keys": map[string]any{
 			"gpg_public_keys": []map[string]string{{
@@ -113,6 +114,9 @@ func (s *Server) downloadDoc(w http.ResponseWriter, r *http.Request) {
 
 // file serves SHA256SUMS, its signature and package zips.
 func (s *Server) file(w http.ResponseWriter, r *http.Request) {
+	if s.redirect(w, r) {
+		return
+	}
 	ns, typ, ver, name := r.PathValue("ns"), r.PathValue("type"), r.PathValue("version"), r.PathValue("file")
 	f, _ := s.state()
 	switch name {
@@ -188,7 +192,7 @@ func (s *Server) mirror(w http.ResponseWriter, r *http.Request) {
 				hashes = append([]string{h1}, hashes...)
 			}
 		}
-		archives[p.Platform] = archive{URL: "/dl/" + ns + "/" + typ + "/" + ver + "/" + p.Filename(), Hashes: hashes}
+		archives[p.Platform] = archive{URL: s.archiveURL("/dl/" + ns + "/" + typ + "/" + ver + "/" + p.Filename()), Hashes: hashes}
 	}
 	if len(archives) == 0 {
 		http.NotFound(w, r)

@@ -117,6 +117,11 @@ type Server struct {
 	gate        *Gate
 	downloads   map[string]int
 
+	plain        *httptest.Server // PlainHTTP's listener, nil until started
+	archiveBase  string           // SetArchiveBase
+	redirectBase string           // RedirectDownloads
+	authSeen     []string         // AuthorizedRequests
+
 	modules      map[string]module // by ModuleKey
 	modFormat    ArchiveFormat
 	modDownloads map[string]int
@@ -155,6 +160,12 @@ func (s *Server) Close() {
 	}
 	s.closeOnce.Do(func() { close(s.closed) })
 	s.srv.Close()
+	s.mu.Lock()
+	plain := s.plain
+	s.mu.Unlock()
+	if plain != nil {
+		plain.Close()
+	}
 }
 
 // Host returns the host name the server answers to.

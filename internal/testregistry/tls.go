@@ -75,6 +75,12 @@ func newCerts(host string) (*certs, error) {
 // host, so nothing a test does can leave the machine. Child processes use
 // it with the address and CA file their parent passes them.
 func NewClient(host, addr string, caPEM []byte) (*http.Client, error) {
+	return newClient(host, func(string) string { return addr }, caPEM)
+}
+
+// newClient is NewClient with the loopback address chosen per dialed
+// "host:port" by route.
+func newClient(host string, route func(string) string, caPEM []byte) (*http.Client, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, fmt.Errorf("testregistry: no certificate in CA PEM")
@@ -92,7 +98,7 @@ func NewClient(host, addr string, caPEM []byte) (*http.Client, error) {
 			if h != host && h != "127.0.0.1" && h != "localhost" {
 				return nil, fmt.Errorf("testregistry: refusing to dial %s: only %s is served", a, host)
 			}
-			return d.DialContext(ctx, network, addr)
+			return d.DialContext(ctx, network, route(a))
 		},
 	}
 	return &http.Client{Transport: tr}, nil
@@ -113,7 +119,7 @@ func (s *Server) WriteCAFile(path string) error {
 // HTTPClient returns a client that trusts the server and reaches it under
 // its host name.
 func (s *Server) HTTPClient() *http.Client {
-	c, err := NewClient(s.host, s.Addr(), s.certs.caPEM)
+	c, err := newClient(s.host, s.dialAddr, s.certs.caPEM)
 	if err != nil {
 		panic(err) // the PEM is our own; this cannot fail
 	}
