@@ -240,8 +240,7 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (mo
 			return modSnapshot{}, err
 		}
 	}
-	tf := &tfProcess{path: x.rs.eng.Path, dir: w.Dir, env: environ(unitEnv(processEnv(), w.Env(), cliConfig, x.u.Env)),
-		grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out}
+	tf := x.newTF(w.Dir, environ(unitEnv(processEnv(), w.Env(), cliConfig, x.u.Env)))
 	args := []string{"get", "-no-color"}
 	if update {
 		args = append(args, "-update")

@@ -184,7 +184,7 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 		}
 	}
 	x.env = unitEnv(processEnv(), x.w.Env(), cliConfig, x.u.Env)
-	x.tf = &tfProcess{path: x.rs.eng.Path, dir: x.dir, env: environ(x.env), grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out}
+	x.tf = x.newTF(x.dir, environ(x.env))
 	applying := x.rs.cmd.kind == kindApply
 	var inputs string
 	if applying {
@@ -226,6 +226,12 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 		}
 	}
 	return err
+}
+
+// newTF returns the unit's way to run terraform processes in dir.
+func (x *unitRun) newTF(dir string, env []string) *tfProcess {
+	return &tfProcess{path: x.rs.eng.Path, dir: dir, env: env, grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out,
+		outDir: filepath.Join(x.w.DataDir, engineDir), starter: x.rs.starter}
 }
 
 // run runs one terraform command that may meet a state lock: retried on

@@ -72,7 +72,3 @@ func alive(pid int) bool {
 	st := b[i+2]
 	return st != 'Z' && st != 'X'
 }
-
-// setDeathSignal makes the kernel kill terraform if the runner's process
-// dies, so a crashed host leaves no terraform running.
-func setDeathSignal(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
