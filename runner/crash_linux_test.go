@@ -73,8 +73,8 @@ func engineProcess(t *testing.T, bin, root string) (int, int) {
 	return pids[0], fd
 }
 
-// waitPidfd waits, at most bound, for the process of pidfd to end.
-func waitPidfd(t *testing.T, fd int, bound time.Duration) {
+// waitProcessEnd waits, at most bound, for the process of pidfd to end.
+func waitProcessEnd(t *testing.T, fd int, bound time.Duration) {
 	t.Helper()
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for {
@@ -120,12 +120,12 @@ func TestHostDeathInterruptsEngine(t *testing.T) {
 		_, fd := engineProcess(t, e.Path, s.root)
 		require.NoError(t, syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL))
 		<-c.exited
-		waitPidfd(t, fd, 2*time.Minute)
+		waitProcessEnd(t, fd, 2*time.Minute)
 
-		require.False(t, s.g.hasReader(), "the engine left its provisioner running: it was killed, not interrupted")
 		outs := keptEngineOutputs(t, s.root)
 		require.Len(t, outs, 1, "the crashed run's engine output is kept")
 		out := readFile(t, outs[0])
+		require.False(t, s.g.hasReader(), "the engine left its provisioner running: it was killed, not interrupted; its output:\n%s", out)
 		require.Contains(t, out, "Interrupt received")
 
 		b, err := os.ReadFile(s.state)
@@ -145,6 +145,6 @@ func TestHostDeathInterruptsEngine(t *testing.T) {
 				got[r.Name] = in.Status
 			}
 		}
-		require.Equal(t, map[string]string{"first": "", "slow": "tainted"}, got, "state:\n%s", b)
+		require.Equal(t, map[string]string{"first": "", "slow": "tainted"}, got, "state:\n%s\nengine output:\n%s", b, out)
 	})
 }

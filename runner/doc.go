@@ -100,16 +100,17 @@
 //     report (Result.Started false, ErrStopped). On Linux, any process
 //     still carrying the unit's TF_DATA_DIR once terraform is gone is
 //     killed, and waited for, before the instance lock is released.
-//   - A host that dies interrupts its engines, never kills them: on
-//     Linux each terraform gets SIGINT when the host process dies (as on
-//     a first Ctrl-C), so it stops at a safe point, writes its state and
-//     releases its state lock. The signal is tied to the process: every
-//     engine of a Run is started from one OS thread the Run keeps locked,
-//     so a host whose goroutines lock and end OS threads never interrupts
-//     its own runs. Terraform writes its output to files of its own in
-//     the instance's data dir (tfisolate-engine/, 0600), which the host
-//     follows as they grow, never to a pipe whose lost reader would kill
-//     it; a crashed run's engine output is kept there.
+//   - A host that dies interrupts its engines, never kills them: on Unix
+//     each terraform gets exactly one SIGINT when the host process dies
+//     (as on a first Ctrl-C), so it stops at a safe point, writes its
+//     state and releases its state lock. A tiny watcher (/bin/sh, its
+//     builtins only) reads a pipe only the host writes; the pipe ends
+//     when the process does, whichever thread started terraform, so a
+//     healthy host never interrupts its own runs. Terraform writes its
+//     output to files of its own in the instance's data dir
+//     (tfisolate-engine/, 0600), which the host follows as they grow,
+//     never to a pipe whose lost reader would kill it; a crashed run's
+//     engine output is kept there.
 //   - Output goes to a log file per unit (Result.Log) and, with
 //     WithOutput, to one combined stream of whole lines prefixed
 //     "[unitID] ", never interleaved.

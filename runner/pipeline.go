@@ -231,7 +231,7 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 // newTF returns the unit's way to run terraform processes in dir.
 func (x *unitRun) newTF(dir string, env []string) *tfProcess {
 	return &tfProcess{path: x.rs.eng.Path, dir: dir, env: env, grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out,
-		outDir: filepath.Join(x.w.DataDir, engineDir), starter: x.rs.starter}
+		outDir: filepath.Join(x.w.DataDir, engineDir)}
 }
 
 // run runs one terraform command that may meet a state lock: retried on

@@ -34,7 +34,6 @@ type runState struct {
 	tmp     string // this Run's private dir: CLI config, module snapshots
 	tmpLock *flock.Flock
 	kill    <-chan struct{}
-	starter *starter // starts every engine of the Run (proc_linux.go)
 
 	modStore   *modstore.Store           // remote modules across processes; nil: once per Run
 	flights    flight.Group[setup]       // provider setup, once per requirement set
@@ -59,7 +58,7 @@ func (r *Runner) newRunState(cmd Command, eng engine.Info, units []Unit, g *queu
 	if err := lk.Lock(); err != nil {
 		return nil, errors.Join(fmt.Errorf("lock run dir: %w", err), os.RemoveAll(tmp))
 	}
-	rs := &runState{cfg: &r.cfg, cmd: cmd, eng: eng, units: units, g: g, tmp: tmp, tmpLock: lk, starter: newStarter(),
+	rs := &runState{cfg: &r.cfg, cmd: cmd, eng: eng, units: units, g: g, tmp: tmp, tmpLock: lk,
 		results: make([]Result, len(units)), em: &emitter{fn: r.cfg.events, engine: publicEngine(eng)}}
 	if r.cfg.output != nil {
 		rs.out = &combined{w: r.cfg.output}
@@ -77,7 +76,6 @@ func (r *Runner) newRunState(cmd Command, eng engine.Info, units []Unit, g *queu
 }
 
 func (rs *runState) close() {
-	rs.starter.close() // every engine of the Run has been waited for
 	err := errors.Join(os.RemoveAll(rs.tmp), rs.tmpLock.Unlock())
 	if err != nil {
 		rs.cfg.logger.Warn("cannot remove run dir", "dir", rs.tmp, "err", err)

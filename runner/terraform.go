@@ -35,9 +35,6 @@ type tfProcess struct {
 	// outDir holds terraform's stdout and stderr files (engineDir in the
 	// instance's data dir).
 	outDir string
-	// starter starts each process (see proc_linux.go); nil: the calling
-	// goroutine starts it.
-	starter *starter
 	// started, when set, is called with each process's PID once it runs.
 	started func(pid int)
 	// killed is set once a process had to be killed (it did not stop
@@ -181,8 +178,15 @@ func (t *tfProcess) run(ctx context.Context, args []string, o runOpts) (*tfRun, 
 		stopFollow = follow(eo.stdoutR, sink)
 	}
 
-	err = t.starter.start(cmd)
+	err = cmd.Start()
 	if err == nil {
+		unwatch, werr := watchHost(cmd.Process.Pid)
+		if werr != nil {
+			// Terraform runs as before; only a death of this host would
+			// leave it running uninterrupted, which the next run waits for.
+			t.out.note("terraform is not interrupted if this process dies: " + werr.Error())
+			unwatch = func() {}
+		}
 		if t.started != nil {
 			t.started(cmd.Process.Pid)
 		}
@@ -198,6 +202,7 @@ func (t *tfProcess) run(ctx context.Context, args []string, o runOpts) (*tfRun, 
 			}
 		}()
 		err = cmd.Wait()
+		unwatch()
 		close(stopKill)
 		wg.Wait()
 	}
