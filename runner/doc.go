@@ -97,9 +97,28 @@
 //     releases its lock) and kills it only after WithInterruptGrace; the
 //     unit is Canceled. A Stop (WithStop) is the ladder a CLI maps Ctrl-C
 //     to: drain, interrupt, kill; units that never started are in the
-//     report (Result.Started false, ErrStopped). On Linux, any process
-//     still carrying the unit's TF_DATA_DIR once terraform is gone is
-//     killed, and waited for, before the instance lock is released.
+//     report (Result.Started false, ErrStopped). On Linux, what a
+//     unit's terraform left running in its process group is killed, and
+//     waited for, before the instance lock is released; after a
+//     terraform that had to be killed or was interrupted, so is any
+//     process carrying the unit's TF_DATA_DIR (a job that left the
+//     group). A unit that ends cleanly costs one kill(2) per terraform
+//     process, never a scan of the host's processes.
+//   - The next run waits for what a crashed run left running: each
+//     terraform process is recorded (PID, start time, process group, its
+//     output file) in the instance's journal as it starts. The next run
+//     of the instance, in any process on the same host, right after it
+//     takes the instance lock and before anything reads or runs in the
+//     workdir, waits for that engine (or the terraform a shim engine
+//     started) to finish, at most WithCrashedEngineWait, with an event
+//     naming the PID (Event.WaitPID); past the bound it fails with an
+//     *EngineRunningError naming the PID and what to do, and never kills
+//     it: it may be writing the state, and a state lock it holds is live
+//     (WithStaleLockRecovery never touches it). Then what the crashed run
+//     left in that process group (provider plugins, provisioner children)
+//     is killed. Result.Crashed (and the JSON report) lists the crashed
+//     runs found, the wait, what was killed and the crashed engine's kept
+//     output. Linux only (it needs /proc and pidfds).
 //   - A host that dies interrupts its engines, never kills them: on Unix
 //     each terraform gets exactly one SIGINT when the host process dies
 //     (as on a first Ctrl-C), so it stops at a safe point, writes its

@@ -76,6 +76,9 @@ var (
 	// workdir.Workdir.CheckState): nothing ran; the message says how to
 	// recover.
 	ErrStateDamaged = workdir.ErrStateDamaged
+	// ErrEngineRunning is wrapped by an *EngineRunningError: the engine an
+	// earlier, crashed run of the instance left running still runs.
+	ErrEngineRunning = errors.New("the engine of a crashed run is still running")
 	// ErrGenerate is wrapped by the error of a unit whose Generate
 	// function failed.
 	ErrGenerate = errors.New("generate files")

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,8 @@ type unitRun struct {
 	userDigest string                 // its digest, for the init record
 
 	crashed  []journalRun    // earlier runs of this instance that never finished
+	engines  []journalEngine // terraform processes this unit started
+	tfs      []*tfProcess    // every way this unit ran terraform
 	unlocked map[string]bool // state locks this run released as left by them
 }
 
@@ -81,14 +84,6 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 	res.LockWait += w.LockWait
 	res.InstanceLock = w.Holder
 	x.w, x.dir = w, w.Dir
-	// An emptied or cut-off local state is never run against as "no state".
-	ws := u.Workspace
-	if ws == "" {
-		ws = defaultWorkspace
-	}
-	if err := w.CheckState(ws); err != nil {
-		return res, err
-	}
 
 	logFile, err := x.openLog()
 	if err != nil {
@@ -98,24 +93,26 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 	if x.crashed, err = beginJournal(w.DataDir, rs.cmd.String(), time.Now()); err != nil {
 		return res, fmt.Errorf("instance journal: %w", err)
 	}
-	for _, c := range x.crashed {
-		if c.Until.After(t0) {
-			x.out.note(fmt.Sprintf("the previous run of this instance (pid %d on %s, %s, started %s) never finished", c.PID, c.Host, c.Command, c.Started.UTC().Format(time.RFC3339)))
-		}
-	}
 	defer func() {
-		killed := x.tf != nil && x.tf.killed
-		if jerr := endJournal(w.DataDir, x.crashed, killed, time.Now()); jerr != nil {
+		if jerr := endJournal(w.DataDir, x.crashed, x.killed(), time.Now()); jerr != nil {
 			rs.cfg.logger.WarnContext(ctx, "cannot update the instance journal", "unit", x.id, "err", jerr)
 		}
 	}()
+	// What a crashed run left running is waited for, or ended, before
+	// anything reads or runs in the workdir.
+	if err := x.settleCrashed(ctx, t0); err != nil {
+		return res, err
+	}
 	// Runs before the instance lock is released, after terraform is gone.
-	defer func() {
-		for _, p := range reapLeftovers(w.DataDir) {
-			x.out.note("killed leftover process " + p)
-			rs.cfg.logger.WarnContext(ctx, "killed leftover process", "unit", x.id, "process", p)
-		}
-	}()
+	defer func() { x.reapUnit(ctx, x.killed() || ctx.Err() != nil) }()
+	// An emptied or cut-off local state is never run against as "no state".
+	ws := u.Workspace
+	if ws == "" {
+		ws = defaultWorkspace
+	}
+	if err := w.CheckState(ws); err != nil {
+		return res, err
+	}
 	return res, x.pipeline(ctx)
 }
 
@@ -230,8 +227,15 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 
 // newTF returns the unit's way to run terraform processes in dir.
 func (x *unitRun) newTF(dir string, env []string) *tfProcess {
-	return &tfProcess{path: x.rs.eng.Path, dir: dir, env: env, grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out,
-		outDir: filepath.Join(x.w.DataDir, engineDir)}
+	t := &tfProcess{path: x.rs.eng.Path, dir: dir, env: env, grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out,
+		outDir: filepath.Join(x.w.DataDir, engineDir), started: x.engineStarted}
+	x.tfs = append(x.tfs, t)
+	return t
+}
+
+// killed reports whether a terraform of this unit had to be killed.
+func (x *unitRun) killed() bool {
+	return slices.ContainsFunc(x.tfs, func(t *tfProcess) bool { return t.killed })
 }
 
 // run runs one terraform command that may meet a state lock: retried on

@@ -23,14 +23,17 @@ func setProcAttrs(cmd *exec.Cmd) {
 func interruptProcess(p *os.Process) error { return p.Signal(os.Interrupt) }
 
 // watcherScript waits for a line on stdin; unless it is "done", it sends
-// SIGINT to the process $1. Its stdin is a pipe whose only writer is the
-// host: when the host process dies, however it dies, the kernel closes
-// that writer, read sees the end of the pipe, and terraform gets exactly
-// one interrupt. kill and read are built into every sh.
-const watcherScript = `trap '' INT HUP; read x; [ "$x" = done ] || kill -INT "$1"`
+// SIGINT to the process group $1: terraform's, as a terminal's Ctrl-C
+// would (so the terraform a shim engine runs as its child gets it too;
+// provider plugins ignore it). Its stdin is a pipe whose only writer is
+// the host: when the host process dies, however it dies, the kernel
+// closes that writer, read sees the end of the pipe, and terraform gets
+// exactly one interrupt. kill and read are built into every sh.
+const watcherScript = `trap '' INT HUP; read x; [ "$x" = done ] || kill -s INT -- "-$1"`
 
-// watchHost starts a watcher that interrupts terraform (pid) once, as
-// a first Ctrl-C would, if this host process dies before it calls the
+// watchHost starts a watcher that interrupts terraform (pid, the leader
+// of its process group) once, as a first Ctrl-C would, if this host
+// process dies before it calls the
 // returned done; done tells the watcher terraform has exited and waits
 // for it.
 //

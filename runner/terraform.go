@@ -35,8 +35,9 @@ type tfProcess struct {
 	// outDir holds terraform's stdout and stderr files (engineDir in the
 	// instance's data dir).
 	outDir string
-	// started, when set, is called with each process's PID once it runs.
-	started func(pid int)
+	// started, when set, is called with each process's PID, and the path
+	// of its stdout file, once it runs.
+	started func(pid int, output string)
 	// killed is set once a process had to be killed (it did not stop
 	// after SIGINT, or a Stop's third request): its state locks may be
 	// left behind.
@@ -188,7 +189,7 @@ func (t *tfProcess) run(ctx context.Context, args []string, o runOpts) (*tfRun, 
 			unwatch = func() {}
 		}
 		if t.started != nil {
-			t.started(cmd.Process.Pid)
+			t.started(cmd.Process.Pid, eo.stdout.Name())
 		}
 		stopKill := make(chan struct{})
 		var wg sync.WaitGroup
