@@ -76,7 +76,8 @@
 // process's (TF_VAR_*, TF_LOG*, TF_CLI_ARGS* and credentials pass through,
 // so terraform applies its own precedence), then TF_DATA_DIR, the
 // runner's CLI config (with a cache), then Unit.Env; TF_PLUGIN_CACHE_DIR
-// and TF_WORKSPACE are dropped. Custom steps get a *tfexec.Terraform.
+// and TF_WORKSPACE are dropped, and TMPDIR points into the Run's private
+// dir unless Unit.Env sets it. Custom steps get a *tfexec.Terraform.
 //
 // # Guarantees
 //
@@ -130,6 +131,11 @@
 //     (tfisolate-engine/, 0600), which the host follows as they grow,
 //     never to a pipe whose lost reader would kill it; a crashed run's
 //     engine output is kept there.
+//   - Each unit's terraform and its providers get TMPDIR (TMP and TEMP on
+//     Windows) inside the Run's private dir, unless Unit.Env sets it: the
+//     temp files and plugin sockets of a killed provider are removed with
+//     that dir, or swept by the next Run after a crash, never left in the
+//     user's temp dir.
 //   - Output goes to a log file per unit (Result.Log) and, with
 //     WithOutput, to one combined stream of whole lines prefixed
 //     "[unitID] ", never interleaved.

@@ -240,12 +240,16 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (mo
 			return modSnapshot{}, err
 		}
 	}
-	tf := x.newTF(w.Dir, environ(unitEnv(processEnv(), w.Env(), cliConfig, x.u.Env)))
+	env, err := x.engineEnv(cliConfig)
+	if err != nil {
+		return modSnapshot{}, err
+	}
+	tf := x.newTF(w.Dir, environ(env))
 	args := []string{"get", "-no-color"}
 	if update {
 		args = append(args, "-update")
 	}
-	err := x.retry(ctx, PhaseInit, func() error {
+	err = x.retry(ctx, PhaseInit, func() error {
 		_, err := tf.run(ctx, args, runOpts{})
 		return err
 	})

@@ -9,7 +9,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -180,7 +182,9 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	x.env = unitEnv(processEnv(), x.w.Env(), cliConfig, x.u.Env)
+	if x.env, err = x.engineEnv(cliConfig); err != nil {
+		return err
+	}
 	x.tf = x.newTF(x.dir, environ(x.env))
 	applying := x.rs.cmd.kind == kindApply
 	var inputs string
@@ -223,6 +227,32 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 		}
 	}
 	return err
+}
+
+// engineEnv is the environment of the unit's terraform processes
+// (unitEnv) with a temp dir of the unit's own inside the Run's private
+// dir, unless Unit.Env names one: terraform's and its providers' temp
+// files and plugin sockets then never pile up in the user's temp dir
+// when a provider is killed; the Run removes the dir, and the next Run
+// sweeps it after a crash (sweepRunDirs).
+func (x *unitRun) engineEnv(cliConfig string) (map[string]string, error) {
+	env := unitEnv(processEnv(), x.w.Env(), cliConfig, x.u.Env)
+	names := []string{"TMPDIR"}
+	if runtime.GOOS == "windows" {
+		names = []string{"TMP", "TEMP"}
+	}
+	if slices.ContainsFunc(names, func(k string) bool { _, own := x.u.Env[k]; return own }) {
+		return env, nil
+	}
+	// Short: a plugin's socket path must fit in 108 bytes.
+	dir := filepath.Join(x.rs.tmp, "u"+strconv.Itoa(x.idx))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("unit temp dir: %w", err)
+	}
+	for _, k := range names {
+		env[k] = dir
+	}
+	return env, nil
 }
 
 // newTF returns the unit's way to run terraform processes in dir.
