@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -325,5 +327,58 @@ func TestCrashLeftoversReapedFirst(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, string(b), fmt.Sprintf(`"killed":["%d cat"]`, bgPID))
 		require.Contains(t, string(b), `"crashed_runs":[{"pid":`)
+	})
+}
+
+// TestThreadChurnNeverSignals applies, under both engines, in a host
+// whose goroutines keep locking OS threads and ending without unlocking
+// them (the runtime then ends those threads), while the apply is parked
+// in a provisioner and after: terraform is never signalled (the kernel's
+// parent-death signal would follow the thread that started it) and the
+// apply succeeds. A guard, not a reproduction: the earlier code passes it
+// too most of the time, since the goroutine that started terraform
+// usually waits for it in a blocking wait on the very thread that forked
+// it, which the runtime cannot end meanwhile; the runs that failed did so
+// when the goroutine moved between the fork and the wait.
+func TestThreadChurnNeverSignals(t *testing.T) {
+	testenv.Engines(t, func(t *testing.T, e testenv.Engine) {
+		s := newCrashSetup(t)
+		wd, err := workdir.New(s.root)
+		require.NoError(t, err)
+		churn := func(n int) {
+			var wg sync.WaitGroup
+			for range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+				}()
+			}
+			wg.Wait()
+		}
+		// Churn around every terraform the run starts, and while the apply
+		// is parked.
+		r, err := New(WithWorkdirs(wd), WithTerraform(e.Path), WithEvents(func(Event) { churn(16) }))
+		require.NoError(t, err)
+		started := s.g.started(t)
+		type out struct {
+			rep *Report
+			err error
+		}
+		done := make(chan out, 1)
+		go func() {
+			rep, err := r.Run(testCtx(t), Apply, Unit{Workdir: s.spec})
+			done <- out{rep, err}
+		}()
+		select {
+		case <-started:
+		case o := <-done:
+			t.Fatalf("the run ended before its provisioner: %v", o.err)
+		}
+		churn(256)
+		s.g.release(t)
+		o := <-done
+		require.NoError(t, o.err)
+		require.Equal(t, Succeeded, o.rep.Results[0].Status)
 	})
 }
