@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -390,15 +389,10 @@ func TestHTTPStaleLock(t *testing.T) {
 			require.True(t, ok, "the child's terraform holds the lock during its apply")
 			require.NotEmpty(t, held.ID)
 			pid := c.cmd.Process.Pid
-			require.NoError(t, syscall.Kill(-pid, syscall.SIGKILL))
-			<-c.exited
-			// A crashed agent takes all its processes with it: terraform
-			// (in a process group of its own) and its provisioner.
-			for _, p := range processesMentioning(t, root) {
-				if n, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
-					_ = syscall.Kill(n, syscall.SIGKILL)
-				}
-			}
+			// A crashed machine takes all the agent's processes with it
+			// at once: terraform (in a process group of its own) and its
+			// provisioner, with no interrupt that would release the lock.
+			c.crashMachine(t, root)
 			still, ok := srv.Lock(name)
 			require.True(t, ok, "the lock outlives the killed run")
 			require.Equal(t, held.ID, still.ID)

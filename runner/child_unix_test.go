@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,8 +38,41 @@ func startChild(t *testing.T, cfg childConfig, stderr *notifyWriter) *child {
 	t.Cleanup(func() {
 		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 		<-c.exited
+		// Its engine, in a process group of its own, is only interrupted
+		// by the host's death: end it with whatever it started.
+		if cfg.Root != "" {
+			killMentioning(t, cfg.Root)
+		}
 	})
 	return c
+}
+
+// crashMachine ends the child host the way a machine that loses power
+// ends it: the host, its terraform and everything terraform started die
+// at once (the host is frozen first, so it never sees its terraform die
+// and terraform is never interrupted). root is the child's workdir root,
+// which every process started for its units has in its environment.
+func (c *child) crashMachine(t *testing.T, root string) {
+	t.Helper()
+	host := c.cmd.Process.Pid
+	require.NoError(t, syscall.Kill(-host, syscall.SIGSTOP))
+	// Everything else first: the host's death would interrupt terraform.
+	for _, p := range processesMentioning(t, root) {
+		if n, err := strconv.Atoi(strings.Fields(p)[0]); err == nil && n != host {
+			_ = syscall.Kill(n, syscall.SIGKILL)
+		}
+	}
+	require.NoError(t, syscall.Kill(-host, syscall.SIGKILL))
+	<-c.exited
+}
+
+// killMentioning SIGKILLs every process whose environment mentions s.
+func killMentioning(t *testing.T, s string) {
+	for _, p := range processesMentioning(t, s) {
+		if n, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
+			_ = syscall.Kill(n, syscall.SIGKILL)
+		}
+	}
 }
 
 func (c *child) result(t *testing.T) childResult {

@@ -81,7 +81,8 @@
 // process's (TF_VAR_*, TF_LOG*, TF_CLI_ARGS* and credentials pass through,
 // so terraform applies its own precedence), then TF_DATA_DIR, the
 // runner's CLI config (with a cache), then Unit.Env; TF_PLUGIN_CACHE_DIR
-// and TF_WORKSPACE are dropped. Custom steps get a *tfexec.Terraform.
+// and TF_WORKSPACE are dropped, and TMPDIR points into the Run's private
+// dir unless Unit.Env sets it. Custom steps get a *tfexec.Terraform.
 //
 // # Guarantees
 //
@@ -102,9 +103,44 @@
 //     releases its lock) and kills it only after WithInterruptGrace; the
 //     unit is Canceled. A Stop (WithStop) is the ladder a CLI maps Ctrl-C
 //     to: drain, interrupt, kill; units that never started are in the
-//     report (Result.Started false, ErrStopped). On Linux, any process
-//     still carrying the unit's TF_DATA_DIR once terraform is gone is
-//     killed, and waited for, before the instance lock is released.
+//     report (Result.Started false, ErrStopped). On Linux, what a
+//     unit's terraform left running in its process group is killed, and
+//     waited for, before the instance lock is released; after a
+//     terraform that had to be killed or was interrupted, so is any
+//     process carrying the unit's TF_DATA_DIR (a job that left the
+//     group). A unit that ends cleanly costs one kill(2) per terraform
+//     process, never a scan of the host's processes.
+//   - The next run waits for what a crashed run left running: each
+//     terraform process is recorded (PID, start time, process group, its
+//     output file) in the instance's journal as it starts. The next run
+//     of the instance, in any process on the same host, right after it
+//     takes the instance lock and before anything reads or runs in the
+//     workdir, waits for that engine (or the terraform a shim engine
+//     started) to finish, at most WithCrashedEngineWait, with an event
+//     naming the PID (Event.WaitPID); past the bound it fails with an
+//     *EngineRunningError naming the PID and what to do, and never kills
+//     it: it may be writing the state, and a state lock it holds is live
+//     (WithStaleLockRecovery never touches it). Then what the crashed run
+//     left in that process group (provider plugins, provisioner children)
+//     is killed. Result.Crashed (and the JSON report) lists the crashed
+//     runs found, the wait, what was killed and the crashed engine's kept
+//     output. Linux only (it needs /proc and pidfds).
+//   - A host that dies interrupts its engines, never kills them: on Unix
+//     each terraform gets exactly one SIGINT when the host process dies
+//     (as on a first Ctrl-C), so it stops at a safe point, writes its
+//     state and releases its state lock. A tiny watcher (/bin/sh, its
+//     builtins only) reads a pipe only the host writes; the pipe ends
+//     when the process does, whichever thread started terraform, so a
+//     healthy host never interrupts its own runs. Terraform writes its
+//     output to files of its own in the instance's data dir
+//     (tfisolate-engine/, 0600), which the host follows as they grow,
+//     never to a pipe whose lost reader would kill it; a crashed run's
+//     engine output is kept there.
+//   - Each unit's terraform and its providers get TMPDIR (TMP and TEMP on
+//     Windows) inside the Run's private dir, unless Unit.Env sets it: the
+//     temp files and plugin sockets of a killed provider are removed with
+//     that dir, or swept by the next Run after a crash, never left in the
+//     user's temp dir.
 //   - Output goes to a log file per unit (Result.Log) and, with
 //     WithOutput, to one combined stream of whole lines prefixed
 //     "[unitID] ", never interleaved.

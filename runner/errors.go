@@ -87,6 +87,9 @@ var (
 	// ErrWorkspace reports a unit whose workspace select exited 0 but
 	// left another workspace selected; nothing else ran.
 	ErrWorkspace = errors.New("workspace not selected")
+	// ErrEngineRunning is wrapped by an *EngineRunningError: the engine an
+	// earlier, crashed run of the instance left running still runs.
+	ErrEngineRunning = errors.New("the engine of a crashed run is still running")
 	// ErrGenerate is wrapped by the error of a unit whose Generate
 	// function failed.
 	ErrGenerate = errors.New("generate files")

@@ -37,6 +37,22 @@ type journalRun struct {
 	// Until is when a later run found this one unfinished: the run ended
 	// (crashed) before then.
 	Until time.Time `json:"until,omitzero"`
+	// Engine is the last terraform process the run started, recorded as
+	// it started: a run that crashed may have left it running.
+	Engine *journalEngine `json:"engine,omitempty"`
+}
+
+// journalEngine names one terraform (or shim) process: its PID, which
+// is also its process group (it is started as a group leader), and its
+// start time, so that a process that reused the PID is never taken for
+// it.
+type journalEngine struct {
+	PID int `json:"pid"`
+	// Start is in clock ticks since boot (/proc/PID/stat); 0 where
+	// unknown (outside Linux), and then the process is never looked for.
+	Start uint64 `json:"start,omitempty"`
+	// Output is its stdout file (in engineDir; stderr is beside it, .err).
+	Output string `json:"output,omitempty"`
 }
 
 type journal struct {
@@ -115,12 +131,33 @@ func endJournal(dataDir string, crashed []journalRun, killed bool, now time.Time
 	return writeJournal(p, j)
 }
 
-func writeJournal(p string, j journal) error {
+// recordEngine records, as the current run's engine, a terraform process
+// that has just started. The write is atomic but not synced: it only
+// has to survive the host's process, not the machine (a machine that
+// goes down takes the engine with it).
+func recordEngine(dataDir string, e journalEngine) error {
+	p := filepath.Join(dataDir, journalName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	var j journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if j.Current == nil {
+		return nil
+	}
+	j.Current.Engine = &e
+	return writeJournal(p, j, atomicfile.NoSync())
+}
+
+func writeJournal(p string, j journal, opts ...atomicfile.Option) error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(p, b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(p, b, 0o644, opts...); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
 	return nil

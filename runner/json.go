@@ -23,6 +23,8 @@ type jsonEvent struct {
 	Engine jsonEngine `json:"engine"`
 	Retry  int        `json:"retry,omitempty"`
 	Error  string     `json:"error,omitempty"`
+	// WaitPID: see Event.WaitPID.
+	WaitPID int `json:"wait_pid,omitempty"`
 }
 
 // MarshalJSON gives the event's documented JSON form:
@@ -30,11 +32,11 @@ type jsonEvent struct {
 //	{"unit": "a/b", "phase": "apply", "status": "running",
 //	 "time": "2026-01-02T15:04:05.999Z",
 //	 "engine": {"kind": "terraform", "version": "1.11.4", "path": "/usr/bin/terraform"},
-//	 "retry": 1, "error": "..."}
+//	 "retry": 1, "error": "...", "wait_pid": 4242}
 //
-// retry and error are left out when empty.
+// retry, error and wait_pid are left out when empty.
 func (e Event) MarshalJSON() ([]byte, error) {
-	return json.Marshal(jsonEvent{Unit: e.Unit, Phase: e.Phase, Status: e.Status, Time: e.Time, Engine: jsonEngine(e.Engine), Retry: e.Retry, Error: errString(e.Err)})
+	return json.Marshal(jsonEvent{Unit: e.Unit, Phase: e.Phase, Status: e.Status, Time: e.Time, Engine: jsonEngine(e.Engine), Retry: e.Retry, Error: errString(e.Err), WaitPID: e.WaitPID})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -43,7 +45,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*e = Event{Unit: j.Unit, Phase: j.Phase, Status: j.Status, Time: j.Time, Engine: Engine(j.Engine), Retry: j.Retry, Err: stringErr(j.Error)}
+	*e = Event{Unit: j.Unit, Phase: j.Phase, Status: j.Status, Time: j.Time, Engine: Engine(j.Engine), Retry: j.Retry, Err: stringErr(j.Error), WaitPID: j.WaitPID}
 	return nil
 }
 
@@ -56,6 +58,7 @@ type jsonResult struct {
 	LockWait     float64                    `json:"lock_wait_seconds"`
 	StateLock    *jsonStateLock             `json:"state_lock,omitempty"`
 	Recovered    []jsonStateLock            `json:"recovered_locks,omitempty"`
+	Crashed      []jsonCrashedRun           `json:"crashed_runs,omitempty"`
 	InstanceLock *workdir.Holder            `json:"instance_lock,omitempty"`
 	Retries      int                        `json:"retries"`
 	Unchanged    bool                       `json:"unchanged"`
@@ -73,6 +76,17 @@ type jsonSummary struct {
 	Change  int `json:"change"`
 	Destroy int `json:"destroy"`
 	Import  int `json:"import"`
+}
+
+type jsonCrashedRun struct {
+	PID          int       `json:"pid"`
+	Host         string    `json:"host"`
+	Command      string    `json:"command"`
+	Started      time.Time `json:"started"`
+	EnginePID    int       `json:"engine_pid,omitempty"`
+	EngineOutput string    `json:"engine_output,omitempty"`
+	Waited       float64   `json:"waited_seconds,omitempty"`
+	Killed       []string  `json:"killed,omitempty"`
 }
 
 type jsonStateLock struct {
@@ -116,6 +130,9 @@ type jsonOutputValue struct {
 //	 "state_lock": {"id": "...", "path": "...", "operation": "OperationTypeApply",
 //	   "who": "user@host", "version": "1.11.4", "created": "...", "info": ""},
 //	 "recovered_locks": [{"id": "...", ...}],
+//	 "crashed_runs": [{"pid": 4100, "host": "ci-7", "command": "apply",
+//	   "started": "...", "engine_pid": 4242, "engine_output": "/path/x.out",
+//	   "waited_seconds": 2.5, "killed": ["4250 terraform-provider-aws"]}],
 //	 "instance_lock": {"pid": 4242, "host": "ci-7", "since": "..."},
 //	 "retries": 1, "unchanged": false, "init_skipped": false, "has_changes": true,
 //	 "summary": {"add": 1, "change": 0, "destroy": 0, "import": 0},
@@ -127,8 +144,9 @@ type jsonOutputValue struct {
 //	   "password": {"sensitive": true}},
 //	 "data": ..., "log": "/path/to/unit.log"}
 //
-// error, state_lock, recovered_locks, instance_lock, summary, plan,
-// outputs, data and log are left out when empty.
+// error, state_lock, recovered_locks, crashed_runs, instance_lock,
+// summary, plan, outputs, data and log are left out when empty (and
+// engine_pid, engine_output, waited_seconds and killed in a crashed run).
 func (r Result) MarshalJSON() ([]byte, error) {
 	j := jsonResult{
 		Unit: r.Unit, Status: r.Status, Error: errString(r.Err), Started: r.Started,
@@ -144,6 +162,10 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}
 	for _, l := range r.RecoveredLocks {
 		j.Recovered = append(j.Recovered, jsonStateLock(l))
+	}
+	for _, c := range r.Crashed {
+		j.Crashed = append(j.Crashed, jsonCrashedRun{PID: c.PID, Host: c.Host, Command: c.Command, Started: c.Started,
+			EnginePID: c.EnginePID, EngineOutput: c.EngineOutput, Waited: c.Waited.Seconds(), Killed: c.Killed})
 	}
 	if p := r.Plan; p != nil {
 		j.Plan = &jsonPlan{File: p.File, JSONFile: p.JSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,
@@ -184,6 +206,10 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	}
 	for _, l := range j.Recovered {
 		r.RecoveredLocks = append(r.RecoveredLocks, StateLock(l))
+	}
+	for _, c := range j.Crashed {
+		r.Crashed = append(r.Crashed, CrashedRun{PID: c.PID, Host: c.Host, Command: c.Command, Started: c.Started,
+			EnginePID: c.EnginePID, EngineOutput: c.EngineOutput, Waited: seconds(c.Waited), Killed: c.Killed})
 	}
 	if p := j.Plan; p != nil {
 		r.Plan = &PlanSummary{File: p.File, JSONFile: p.JSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,

@@ -28,8 +28,10 @@ func sampleReport() Report {
 				StateLock: &StateLock{ID: "0b9c5d3e-52a1", Path: "/s/redis.tfstate", Operation: "OperationTypeApply",
 					Who: "ci@runner-7", Version: "1.11.4", Created: created, Info: "held by CI"},
 				RecoveredLocks: []StateLock{{ID: "dead-1", Path: "/s/redis.tfstate", Operation: "OperationTypePlan", Who: "ci@runner-3", Created: created}},
-				InstanceLock:   &workdir.Holder{PID: 4242, Host: "ci-7", Since: created},
-				Retries:        2, InitSkipped: true, HasChanges: true,
+				Crashed: []CrashedRun{{PID: 4100, Host: "ci-7", Command: "apply", Started: created, EnginePID: 4242,
+					EngineOutput: "/w/.terraform/tfisolate-engine/1.out", Waited: 2500 * time.Millisecond, Killed: []string{"4250 terraform-provider-aws"}}},
+				InstanceLock: &workdir.Holder{PID: 4242, Host: "ci-7", Since: created},
+				Retries:      2, InitSkipped: true, HasChanges: true,
 				Plan: &PlanSummary{File: "/w/plan.tfplan", JSONFile: "/w/plan.json", Add: 1, Change: 2, Destroy: 1, Import: 1,
 					Changes: []ResourceChange{
 						{Address: "tfitest_item.a", Actions: []string{"create"}, Importing: true},
@@ -82,6 +84,9 @@ func TestReportJSONRoundTrip(t *testing.T) {
 		"who": "ci@runner-7", "version": "1.11.4", "created": "2026-01-02T15:04:05.123Z", "info": "held by CI"}, r0["state_lock"])
 	require.Equal(t, []any{map[string]any{"id": "dead-1", "path": "/s/redis.tfstate", "operation": "OperationTypePlan",
 		"who": "ci@runner-3", "created": "2026-01-02T15:04:05.123Z"}}, r0["recovered_locks"])
+	require.Equal(t, []any{map[string]any{"pid": 4100.0, "host": "ci-7", "command": "apply", "started": "2026-01-02T15:04:05.123Z",
+		"engine_pid": 4242.0, "engine_output": "/w/.terraform/tfisolate-engine/1.out", "waited_seconds": 2.5,
+		"killed": []any{"4250 terraform-provider-aws"}}}, r0["crashed_runs"])
 	require.Equal(t, map[string]any{"pid": 4242.0, "host": "ci-7", "since": "2026-01-02T15:04:05.123Z"}, r0["instance_lock"])
 	require.Equal(t, map[string]any{"file": "/w/plan.tfplan", "json_file": "/w/plan.json", "destroy_plan": false,
 		"add": 1.0, "change": 2.0, "destroy": 1.0, "import": 1.0,
@@ -100,7 +105,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	r1 := results[1].(map[string]any)
 	require.Equal(t, "failed", r1["status"])
 	require.Equal(t, "terraform apply: exit status 1: Error: boom", r1["error"])
-	for _, k := range []string{"state_lock", "recovered_locks", "instance_lock", "plan", "outputs", "data", "log"} {
+	for _, k := range []string{"state_lock", "recovered_locks", "crashed_runs", "instance_lock", "plan", "outputs", "data", "log"} {
 		require.NotContains(t, r1, k, "empty %s is left out", k)
 	}
 	r2 := results[2].(map[string]any)
@@ -135,6 +140,14 @@ func requireSameReport(t *testing.T, want, got Report) {
 		require.InDelta(t, w.LockWait, g.LockWait, float64(time.Microsecond), w.Unit)
 		require.Equal(t, w.StateLock, g.StateLock, w.Unit)
 		require.Equal(t, w.RecoveredLocks, g.RecoveredLocks, w.Unit)
+		require.Len(t, g.Crashed, len(w.Crashed), w.Unit)
+		for i, c := range w.Crashed {
+			gc := g.Crashed[i]
+			require.InDelta(t, c.Waited, gc.Waited, float64(time.Microsecond), w.Unit)
+			require.True(t, c.Started.Equal(gc.Started), w.Unit)
+			c.Waited, gc.Waited, c.Started, gc.Started = 0, 0, time.Time{}, time.Time{}
+			require.Equal(t, c, gc, w.Unit)
+		}
 		require.Equal(t, w.InstanceLock, g.InstanceLock, w.Unit)
 		require.Equal(t, w.Retries, g.Retries, w.Unit)
 		require.Equal(t, w.InitSkipped, g.InitSkipped, w.Unit)
@@ -176,6 +189,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		{Unit: "a/b", Phase: PhaseApply, Status: Running, Time: at, Retry: 1, Err: errors.New("terraform apply: 429 Too Many Requests")},
 		{Unit: "a/b", Phase: PhaseDone, Status: Succeeded, Time: at},
 		{Unit: "a/b", Phase: PhaseStep, Status: Running, Time: at},
+		{Unit: "a/b", Phase: PhasePrepare, Status: Running, Time: at, WaitPID: 4242},
 	} {
 		b, err := json.Marshal(ev)
 		require.NoError(t, err)
@@ -199,6 +213,12 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		require.Equal(t, ev.Status, got.Status)
 		require.True(t, ev.Time.Equal(got.Time))
 		require.Equal(t, ev.Retry, got.Retry)
+		require.Equal(t, ev.WaitPID, got.WaitPID)
+		if ev.WaitPID == 0 {
+			require.NotContains(t, raw, "wait_pid")
+		} else {
+			require.Equal(t, float64(ev.WaitPID), raw["wait_pid"])
+		}
 		if ev.Err == nil {
 			require.NoError(t, got.Err)
 		} else {

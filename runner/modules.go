@@ -282,12 +282,13 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (mo
 			return modSnapshot{}, err
 		}
 	}
-	env := unitEnv(processEnv(), w.Env(), cliConfig, x.u.Env)
-	splitLogPath(env, x.u.Env, x.id)
-	tf := &tfProcess{path: x.rs.eng.Path, dir: w.Dir, env: environ(env),
-		grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out}
+	env, err := x.engineEnv(cliConfig)
+	if err != nil {
+		return modSnapshot{}, err
+	}
+	tf := x.newTF(w.Dir, environ(env))
 	args := getArgs(x.u.Args, update)
-	err := x.retry(ctx, PhaseInit, func() error {
+	err = x.retry(ctx, PhaseInit, func() error {
 		_, err := tf.run(ctx, args, runOpts{})
 		return err
 	})

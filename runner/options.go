@@ -30,6 +30,13 @@ const DefaultLockTimeout = 5 * time.Minute
 // (release its state lock, write state) before it is killed.
 const DefaultInterruptGrace = 30 * time.Second
 
+// DefaultCrashedEngineWait is how long a unit waits, unless
+// WithCrashedEngineWait says otherwise, for the terraform that an earlier
+// run of its instance started and left running when its host died: an
+// engine interrupted by its host's death still stops its operation and
+// writes its state, which can take as long as the provider call it was in.
+const DefaultCrashedEngineWait = 5 * time.Minute
+
 // Option configures a Runner. New applies options in order and fails with
 // an error wrapping ErrBadOption that names an option whose value is
 // invalid.
@@ -59,6 +66,7 @@ type config struct {
 	output        io.Writer
 	logDir        string
 	grace         time.Duration
+	crashWait     time.Duration
 	retry         RetryPolicy
 	stop          *Stop
 	recoverLocks  bool
@@ -305,6 +313,22 @@ func WithStop(s *Stop) Option {
 			return fmt.Errorf("%w: WithStop(nil)", ErrBadOption)
 		}
 		c.stop = s
+		return nil
+	})
+}
+
+// WithCrashedEngineWait sets how long a unit waits for the engine an
+// earlier, crashed run of its instance left running (found through the
+// instance's journal, on Linux: the process and the process group the SDK
+// started) before it fails with an *EngineRunningError naming its PID.
+// The SDK never kills such an engine: it may be writing the state. 0
+// fails at once when one runs. The default is DefaultCrashedEngineWait.
+func WithCrashedEngineWait(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("%w: WithCrashedEngineWait(%s): must not be negative", ErrBadOption, d)
+		}
+		c.crashWait = d
 		return nil
 	})
 }

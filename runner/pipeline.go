@@ -9,6 +9,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +46,8 @@ type unitRun struct {
 	userDigest string                 // its digest, for the init record
 
 	crashed  []journalRun    // earlier runs of this instance that never finished
+	engines  []journalEngine // terraform processes this unit started
+	tfs      []*tfProcess    // every way this unit ran terraform
 	unlocked map[string]bool // state locks this run released as left by them
 }
 
@@ -81,14 +86,6 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 	res.LockWait += w.LockWait
 	res.InstanceLock = w.Holder
 	x.w, x.dir = w, w.Dir
-	// An emptied or cut-off local state is never run against as "no state".
-	ws := u.Workspace
-	if ws == "" {
-		ws = defaultWorkspace
-	}
-	if err := w.CheckState(ws); err != nil {
-		return res, err
-	}
 
 	logFile, err := x.openLog()
 	if err != nil {
@@ -98,24 +95,26 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 	if x.crashed, err = beginJournal(w.DataDir, rs.cmd.String(), time.Now()); err != nil {
 		return res, fmt.Errorf("instance journal: %w", err)
 	}
-	for _, c := range x.crashed {
-		if c.Until.After(t0) {
-			x.out.note(fmt.Sprintf("the previous run of this instance (pid %d on %s, %s, started %s) never finished", c.PID, c.Host, c.Command, c.Started.UTC().Format(time.RFC3339)))
-		}
-	}
 	defer func() {
-		killed := x.tf != nil && x.tf.killed
-		if jerr := endJournal(w.DataDir, x.crashed, killed, time.Now()); jerr != nil {
+		if jerr := endJournal(w.DataDir, x.crashed, x.killed(), time.Now()); jerr != nil {
 			rs.cfg.logger.WarnContext(ctx, "cannot update the instance journal", "unit", x.id, "err", jerr)
 		}
 	}()
+	// What a crashed run left running is waited for, or ended, before
+	// anything reads or runs in the workdir.
+	if err := x.settleCrashed(ctx, t0); err != nil {
+		return res, err
+	}
 	// Runs before the instance lock is released, after terraform is gone.
-	defer func() {
-		for _, p := range reapLeftovers(w.DataDir) {
-			x.out.note("killed leftover process " + p)
-			rs.cfg.logger.WarnContext(ctx, "killed leftover process", "unit", x.id, "process", p)
-		}
-	}()
+	defer func() { x.reapUnit(ctx, x.killed() || ctx.Err() != nil) }()
+	// An emptied or cut-off local state is never run against as "no state".
+	ws := u.Workspace
+	if ws == "" {
+		ws = defaultWorkspace
+	}
+	if err := w.CheckState(ws); err != nil {
+		return res, err
+	}
 	return res, x.pipeline(ctx)
 }
 
@@ -183,9 +182,10 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	x.env = unitEnv(processEnv(), x.w.Env(), cliConfig, x.u.Env)
-	splitLogPath(x.env, x.u.Env, x.id)
-	x.tf = &tfProcess{path: x.rs.eng.Path, dir: x.dir, env: environ(x.env), grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out}
+	if x.env, err = x.engineEnv(cliConfig); err != nil {
+		return err
+	}
+	x.tf = x.newTF(x.dir, environ(x.env))
 	applying := x.rs.cmd.kind == kindApply
 	var inputs string
 	if applying {
@@ -238,6 +238,46 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 		}
 	}
 	return err
+}
+
+// engineEnv is the environment of the unit's terraform processes
+// (unitEnv) with a temp dir of the unit's own inside the Run's private
+// dir, unless Unit.Env names one: terraform's and its providers' temp
+// files and plugin sockets then never pile up in the user's temp dir
+// when a provider is killed; the Run removes the dir, and the next Run
+// sweeps it after a crash (sweepRunDirs).
+func (x *unitRun) engineEnv(cliConfig string) (map[string]string, error) {
+	env := unitEnv(processEnv(), x.w.Env(), cliConfig, x.u.Env)
+	splitLogPath(env, x.u.Env, x.id)
+	names := []string{"TMPDIR"}
+	if runtime.GOOS == "windows" {
+		names = []string{"TMP", "TEMP"}
+	}
+	if slices.ContainsFunc(names, func(k string) bool { _, own := x.u.Env[k]; return own }) {
+		return env, nil
+	}
+	// Short: a plugin's socket path must fit in 108 bytes.
+	dir := filepath.Join(x.rs.tmp, "u"+strconv.Itoa(x.idx))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("unit temp dir: %w", err)
+	}
+	for _, k := range names {
+		env[k] = dir
+	}
+	return env, nil
+}
+
+// newTF returns the unit's way to run terraform processes in dir.
+func (x *unitRun) newTF(dir string, env []string) *tfProcess {
+	t := &tfProcess{path: x.rs.eng.Path, dir: dir, env: env, grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out,
+		outDir: filepath.Join(x.w.DataDir, engineDir), started: x.engineStarted}
+	x.tfs = append(x.tfs, t)
+	return t
+}
+
+// killed reports whether a terraform of this unit had to be killed.
+func (x *unitRun) killed() bool {
+	return slices.ContainsFunc(x.tfs, func(t *tfProcess) bool { return t.killed })
 }
 
 // run runs one terraform command that may meet a state lock: retried on

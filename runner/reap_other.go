@@ -2,11 +2,31 @@
 
 package runner
 
-import "syscall"
+import (
+	"context"
+	"os"
+	"time"
+)
 
-// reapLeftovers finds nothing where there is no /proc to search; see
-// reap_linux.go.
-func reapLeftovers(dataDir string) []string { return nil }
+// leftover is a process a run left running; none are found outside Linux
+// (see reap_linux.go).
+type leftover struct {
+	pid    int
+	exe    string
+	engine bool
+	f      *os.File
+}
 
-// setDeathSignal has no counterpart outside Linux.
-func setDeathSignal(*syscall.SysProcAttr) {}
+func (l leftover) String() string { return "" }
+
+func closeLeftovers([]leftover) {}
+
+func groupLeftovers(int, uint64, string, []string) []leftover { return nil }
+
+func waitGone(context.Context, []leftover, time.Time) []leftover { return nil }
+
+func killLeftovers([]leftover) []leftover { return nil }
+
+func scanLeftovers(string) []leftover { return nil }
+
+const canFindLeftovers = false

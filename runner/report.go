@@ -20,6 +20,10 @@ type Event struct {
 	Time   time.Time
 	// Engine is the terraform (or tofu) the Run uses.
 	Engine Engine
+	// WaitPID is set on the event sent when the unit starts waiting for
+	// a process an earlier, crashed run of its instance left running (its
+	// terraform, still finishing); see WithCrashedEngineWait.
+	WaitPID int
 	// Retry is set (1, 2, ...) on the event sent when a phase is retried
 	// after a transient error; Err is that error.
 	Retry int
@@ -48,6 +52,11 @@ type Result struct {
 	// journal proved that an earlier, crashed run of it left them (see
 	// WithStaleLockRecovery).
 	RecoveredLocks []StateLock
+	// Crashed lists the earlier runs of this instance that never
+	// finished (their host died, or their terraform had to be killed), as
+	// the instance's journal recorded them, when this run found them or
+	// had to wait for or end what they left running.
+	Crashed []CrashedRun
 	// InstanceLock describes the holder of the instance lock when the
 	// unit had to wait for it; nil if it did not wait.
 	InstanceLock *workdir.Holder
@@ -77,6 +86,50 @@ type Result struct {
 	// Log is the path of the unit's log file.
 	Log string
 }
+
+// CrashedRun is an earlier run of a unit's instance that never finished,
+// and what the unit did about what it left.
+type CrashedRun struct {
+	// PID and Host are the host process that ran it; Command is what it
+	// ran; Started is when it began.
+	PID     int
+	Host    string
+	Command string
+	Started time.Time
+	// EnginePID is the last terraform process it started (0 if none was
+	// recorded); EngineOutput is that process's stdout file, kept in the
+	// instance's data dir when the host died before reading it (its
+	// stderr is beside it, .err).
+	EnginePID    int
+	EngineOutput string
+	// Waited is how long this run waited for that engine to finish.
+	Waited time.Duration
+	// Killed lists the processes it left that this run ended once no
+	// engine was running (provider plugins, provisioner children), each
+	// as its PID and executable name.
+	Killed []string
+}
+
+// EngineRunningError reports that the engine an earlier, crashed run of
+// the unit's instance started is still running after the wait
+// WithCrashedEngineWait allows. The SDK never kills it: it may be writing
+// the state. It wraps ErrEngineRunning.
+type EngineRunningError struct {
+	PID    int
+	Exe    string // its executable's name
+	Waited time.Duration
+	// Workdir is where it runs.
+	Workdir string
+}
+
+func (e *EngineRunningError) Error() string {
+	return fmt.Sprintf("%v: %s (pid %d) in %s, started by a run of this instance that never finished, is still running after waiting %s; "+
+		"it may be writing the state, so it is not killed. Let it finish (or interrupt it: kill -INT %d, and wait until it exits), then run again",
+		ErrEngineRunning, e.Exe, e.PID, e.Workdir, e.Waited.Round(time.Millisecond), e.PID)
+}
+
+// Unwrap returns ErrEngineRunning.
+func (e *EngineRunningError) Unwrap() error { return ErrEngineRunning }
 
 // OutputValue is one root-module output. Value is its JSON encoding.
 type OutputValue struct {

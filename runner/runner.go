@@ -30,6 +30,7 @@ func New(opts ...Option) (*Runner, error) {
 		parallelism: DefaultParallelism,
 		lockTimeout: DefaultLockTimeout,
 		grace:       DefaultInterruptGrace,
+		crashWait:   DefaultCrashedEngineWait,
 		retry:       DefaultRetry,
 	}
 	for _, o := range opts {

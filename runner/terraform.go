@@ -32,6 +32,12 @@ type tfProcess struct {
 	grace time.Duration   // SIGINT first, kill after this long
 	kill  <-chan struct{} // closed: kill at once (a Stop's third request)
 	out   *unitOutput
+	// outDir holds terraform's stdout and stderr files (engineDir in the
+	// instance's data dir).
+	outDir string
+	// started, when set, is called with each process's PID, and the path
+	// of its stdout file, once it runs.
+	started func(pid int, output string)
 	// killed is set once a process had to be killed (it did not stop
 	// after SIGINT, or a Stop's third request): its state locks may be
 	// left behind.
@@ -135,43 +141,66 @@ type runOpts struct {
 // run starts terraform with args in the unit's directory and waits for
 // it. Cancelling ctx sends it SIGINT; it is killed after the grace period,
 // or at once when the kill channel closes.
+//
+// Terraform writes its stdout and stderr to files of its own (see
+// engineOutput), never to a pipe of the host: a host that dies leaves no
+// reader whose loss would kill terraform (SIGPIPE) before it has written
+// its state. The host follows the stdout file as it grows (the log, the
+// output stream and the machine-readable UI see each line as before) and
+// reads stderr once terraform has exited.
 func (t *tfProcess) run(ctx context.Context, args []string, o runOpts) (*tfRun, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &tfError{args: args, err: err}
 	}
+	eo, err := newEngineOutput(t.outDir)
+	if err != nil {
+		return nil, &tfError{args: args, err: err}
+	}
+	defer eo.remove()
 	cmd := exec.CommandContext(ctx, t.path, args...)
 	cmd.Dir = t.dir
 	cmd.Env = t.env
 	cmd.Cancel = func() error { return interruptProcess(cmd.Process) }
 	cmd.WaitDelay = t.grace
 	setProcAttrs(cmd)
+	cmd.Stdout, cmd.Stderr = eo.stdout, eo.stderr
 
 	held := &lockedBuffer{} // stderr and diagnostics, written to the log after the exit
-	stdout := &bytes.Buffer{}
 	res := &tfRun{}
-	var ui *uiReader
-	var pw *io.PipeWriter
-	var uiDone chan struct{}
+	var sink io.Writer // what follows stdout while terraform runs
+	var finish func()  // after the follower's last copy
 	switch {
 	case o.capture:
-		cmd.Stdout = stdout
 	case o.jsonUI:
-		var pr *io.PipeReader
-		pr, pw = io.Pipe()
-		cmd.Stdout = pw
-		ui = &uiReader{log: t.out.stream(), held: held, res: res}
-		uiDone = make(chan struct{})
+		pr, pw := io.Pipe() // in-process: terraform never writes to it
+		ui := &uiReader{log: t.out.stream(), held: held, res: res}
+		uiDone := make(chan struct{})
 		go func() {
 			defer close(uiDone)
 			ui.read(pr)
 		}()
+		sink, finish = pw, func() { _ = pw.Close(); <-uiDone }
 	default:
-		cmd.Stdout = t.out.stream()
+		lw := t.out.stream()
+		sink, finish = lw, lw.flush
 	}
-	cmd.Stderr = held
+	stopFollow := func() {}
+	if sink != nil {
+		stopFollow = follow(eo.stdoutR, sink)
+	}
 
-	err := cmd.Start()
+	err = cmd.Start()
 	if err == nil {
+		unwatch, werr := watchHost(cmd.Process.Pid)
+		if werr != nil {
+			// Terraform runs as before; only a death of this host would
+			// leave it running uninterrupted, which the next run waits for.
+			t.out.note("terraform is not interrupted if this process dies: " + werr.Error())
+			unwatch = func() {}
+		}
+		if t.started != nil {
+			t.started(cmd.Process.Pid, eo.stdout.Name())
+		}
 		stopKill := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -184,17 +213,20 @@ func (t *tfProcess) run(ctx context.Context, args []string, o runOpts) (*tfRun, 
 			}
 		}()
 		err = cmd.Wait()
+		unwatch()
 		close(stopKill)
 		wg.Wait()
 	}
-	if pw != nil {
-		_ = pw.Close()
-		<-uiDone
+	stopFollow()
+	if finish != nil {
+		finish()
 	}
-	if s, ok := cmd.Stdout.(*lineWriter); ok {
-		s.flush()
+	if o.capture {
+		res.stdout, _ = io.ReadAll(eo.stdoutR)
 	}
-	res.stdout = stdout.Bytes()
+	if b, _ := io.ReadAll(eo.stderrR); len(b) > 0 {
+		_, _ = held.Write(b)
+	}
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) && exitErr.ExitCode() < 0 {
 		t.killed = true // ended by a signal it did not handle: SIGKILL
@@ -224,6 +256,57 @@ func (t *tfProcess) run(ctx context.Context, args []string, o runOpts) (*tfRun, 
 		w.flush()
 	}
 	return res, err
+}
+
+// engineDir is the dir in an instance's data dir where the engine's
+// stdout and stderr files are, one pair per terraform process, removed
+// once the host has read them. A pair left there is the output of an
+// engine whose host died (or is still running it); see keptEngineOutput.
+const engineDir = "tfisolate-engine"
+
+// engineOutput is one terraform process's stdout and stderr files: the
+// ends handed to terraform and the host's own ends to read them.
+type engineOutput struct {
+	stdout, stderr   *os.File // terraform's (the host closes its copies)
+	stdoutR, stderrR *os.File
+}
+
+// newEngineOutput creates the files, 0600 (terraform may print what the
+// caller keeps secret), in dir.
+func newEngineOutput(dir string) (*engineOutput, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("engine output: %w", err)
+	}
+	eo := &engineOutput{}
+	var err error
+	if eo.stdout, err = os.CreateTemp(dir, "*.out"); err != nil {
+		return nil, fmt.Errorf("engine output: %w", err)
+	}
+	base := strings.TrimSuffix(eo.stdout.Name(), ".out")
+	if eo.stderr, err = os.OpenFile(base+".err", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		if eo.stdoutR, err = os.Open(eo.stdout.Name()); err == nil {
+			eo.stderrR, err = os.Open(eo.stderr.Name())
+		}
+	}
+	if err != nil {
+		eo.remove()
+		return nil, fmt.Errorf("engine output: %w", err)
+	}
+	return eo, nil
+}
+
+// remove closes and removes the files.
+func (eo *engineOutput) remove() {
+	for _, f := range []*os.File{eo.stdout, eo.stderr, eo.stdoutR, eo.stderrR} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	for _, f := range []*os.File{eo.stdout, eo.stderr} {
+		if f != nil {
+			_ = os.Remove(f.Name())
+		}
+	}
 }
 
 // uiReader reads terraform's machine-readable UI (one JSON message per

@@ -1,0 +1,172 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// settleCrashed deals, right after the instance lock is taken and before
+// anything runs in the workdir, with the runs of the instance that never
+// finished (x.crashed): it notes each one found now, waits (bounded by
+// WithCrashedEngineWait and ctx) for an engine one of them left running
+// on this host to finish, then ends what that engine left (provider
+// plugins, provisioner children), and records all of it in
+// Result.Crashed. An engine still running past the bound fails the unit
+// with an *EngineRunningError and is never killed: it may be writing the
+// state, and a state lock it holds is live, so nothing (WithStaleLockRecovery
+// included) runs beside it.
+func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
+	_, host := lockWho()
+	for i := range x.crashed {
+		c := &x.crashed[i]
+		cr := CrashedRun{PID: c.PID, Host: c.Host, Command: c.Command, Started: c.Started}
+		found := !c.Until.Before(t0)
+		if found {
+			x.out.note(fmt.Sprintf("the previous run of this instance (pid %d on %s, %s, started %s) never finished", c.PID, c.Host, c.Command, c.Started.UTC().Format(time.RFC3339)))
+		}
+		var err error
+		if e := c.Engine; e != nil {
+			cr.EnginePID = e.PID
+			if e.Output != "" && exists(e.Output) {
+				cr.EngineOutput = e.Output
+				if found {
+					x.out.note(fmt.Sprintf("its terraform (pid %d) wrote its output to %s", e.PID, e.Output))
+				}
+			}
+			if c.Host == host && canFindLeftovers {
+				cr.Waited, cr.Killed, err = x.settleEngine(ctx, *e)
+			}
+		}
+		if found || cr.Waited > 0 || len(cr.Killed) > 0 || err != nil {
+			x.res.Crashed = append(x.res.Crashed, cr)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	x.sweepEngineOutput()
+	return nil
+}
+
+// settleEngine waits for engine e of a crashed run, and any terraform it
+// started, to end (never longer than WithCrashedEngineWait), then kills
+// what they left in their process group.
+func (x *unitRun) settleEngine(ctx context.Context, e journalEngine) (waited time.Duration, killed []string, err error) {
+	names := x.engineNames()
+	ls := groupLeftovers(e.PID, e.Start, x.w.DataDir, names)
+	defer func() { closeLeftovers(ls) }()
+	deadline := time.Now().Add(x.rs.cfg.crashWait)
+	announced := map[int]bool{}
+	for {
+		var engines []leftover
+		for _, l := range ls {
+			if l.engine {
+				engines = append(engines, l)
+			}
+		}
+		if len(engines) == 0 {
+			break
+		}
+		for _, l := range engines {
+			if !announced[l.pid] {
+				announced[l.pid] = true
+				x.out.note(fmt.Sprintf("waiting for %s (pid %d), started by the run that never finished, to finish (at most %s)", l.exe, l.pid, x.rs.cfg.crashWait))
+				x.rs.em.emit(Event{Unit: x.id, Phase: PhasePrepare, Status: Running, WaitPID: l.pid})
+			}
+		}
+		t := time.Now()
+		running := waitGone(ctx, engines, deadline)
+		waited += time.Since(t)
+		if len(running) > 0 {
+			if err := ctx.Err(); err != nil {
+				return waited, nil, err
+			}
+			return waited, nil, &EngineRunningError{PID: running[0].pid, Exe: running[0].exe, Waited: waited, Workdir: x.dir}
+		}
+		// Whatever the engines left (or a terraform a shim started, once
+		// the shim is gone).
+		closeLeftovers(ls)
+		ls = groupLeftovers(e.PID, e.Start, x.w.DataDir, names)
+	}
+	for _, l := range killLeftovers(ls) {
+		killed = append(killed, l.String())
+		x.out.note("killed leftover process " + l.String())
+		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process of a crashed run", "unit", x.id, "pid", l.pid, "exe", l.exe)
+	}
+	return waited, killed, nil
+}
+
+// engineNames are the executable names an engine process has: terraform,
+// tofu, and the configured binary's.
+func (x *unitRun) engineNames() []string {
+	names := []string{"terraform", "tofu", filepath.Base(x.rs.eng.Path)}
+	if p, err := filepath.EvalSymlinks(x.rs.eng.Path); err == nil {
+		names = append(names, filepath.Base(p))
+	}
+	return names
+}
+
+// sweepEngineOutput removes the engine output files in the instance's
+// data dir that no crashed run in the journal names: with the instance
+// lock held, no running host will read them.
+func (x *unitRun) sweepEngineOutput() {
+	dir := filepath.Join(x.w.DataDir, engineDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	var keep []string
+	for _, c := range x.crashed {
+		if e := c.Engine; e != nil && e.Output != "" {
+			keep = append(keep, e.Output, strings.TrimSuffix(e.Output, ".out")+".err")
+		}
+	}
+	for _, e := range ents {
+		if p := filepath.Join(dir, e.Name()); !slices.Contains(keep, p) {
+			_ = os.Remove(p)
+		}
+	}
+}
+
+// reapUnit ends, before the instance lock is released, what this unit's
+// terraform processes left running. Each engine's process group is
+// checked (one kill(2) each when empty, as it is after a clean exit);
+// only when a terraform had to be killed or was interrupted are the
+// host's processes searched for the unit's TF_DATA_DIR, to find a
+// provisioner's job that left the group.
+func (x *unitRun) reapUnit(ctx context.Context, interrupted bool) {
+	var found []leftover
+	for _, e := range x.engines {
+		found = append(found, groupLeftovers(e.PID, e.Start, x.w.DataDir, nil)...)
+	}
+	if interrupted {
+		for _, l := range scanLeftovers(x.w.DataDir) {
+			if !slices.ContainsFunc(found, func(f leftover) bool { return f.pid == l.pid }) {
+				found = append(found, l)
+			} else {
+				closeLeftovers([]leftover{l})
+			}
+		}
+	}
+	defer closeLeftovers(found)
+	for _, l := range killLeftovers(found) {
+		x.out.note("killed leftover process " + l.String())
+		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process", "unit", x.id, "pid", l.pid, "exe", l.exe)
+	}
+}
+
+// engineStarted records a terraform process of this unit as it starts:
+// in the journal (so a later run finds it if this host dies) and for
+// reapUnit.
+func (x *unitRun) engineStarted(pid int, output string) {
+	e := journalEngine{PID: pid, Start: procStartTime(pid), Output: output}
+	x.engines = append(x.engines, e)
+	if err := recordEngine(x.w.DataDir, e); err != nil {
+		x.rs.cfg.logger.Warn("cannot record terraform in the instance journal", "unit", x.id, "pid", pid, "err", err)
+	}
+}
