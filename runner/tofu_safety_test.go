@@ -76,8 +76,9 @@ output "a" { value = terraform_data.a.output }`,
 
 // TestTofuEncryptedStateAndPlan: with state and plan encryption, set by
 // the encryption block of a .tofu file and by TF_ENCRYPTION in the unit's
-// environment, Apply, a clean Plan, SavePlan then ApplyPlan and Output
-// work as with plain tofu; the state on disk is encrypted, is not taken
+// environment, SavePlan plans what plain tofu plans on a copy given the
+// same key (plan JSON compared), then ApplyPlan, a clean Plan, SavePlan
+// then ApplyPlan again and Output work; the state on disk is encrypted, is not taken
 // for an empty one (the next plan has no changes), and Remove refuses it.
 func TestTofuEncryptedStateAndPlan(t *testing.T) {
 	e := testenv.Engine{Kind: engine.OpenTofu, Path: testenv.Tofu(t)}
@@ -100,7 +101,21 @@ plan { method = method.aes_gcm.m }`
 			src := filepath.Join(w.dir, "components", "enc-"+tc.name)
 			writeTree(t, src, tc.files)
 			u := Unit{Env: tc.env, Workdir: workdirSpec("plat-ue2-dev", "enc-"+tc.name, src, nil)}
-			_, err := r.Run(testCtx(t), Apply, u)
+
+			// Side by side with plain tofu on a copy, given the same key.
+			rep, err := r.Run(testCtx(t), SavePlan, u)
+			require.NoError(t, err)
+			got := planChanges(t, []byte(readFile(t, rep.Results[0].Plan.JSONFile)))
+			cli := filepath.Join(t.TempDir(), "empty.tfrc")
+			require.NoError(t, os.WriteFile(cli, nil, 0o644))
+			var env []string
+			for k, v := range tc.env {
+				env = append(env, k+"="+v)
+			}
+			want := planChanges(t, plainPlan(t, e, copyOf(t, src), append(testenv.TerraformEnv(cli), env...)))
+			require.Equal(t, want, got, "the runner's plan and plain tofu's")
+			require.Len(t, got, 1)
+			_, err = r.Run(testCtx(t), ApplyPlan, u)
 			require.NoError(t, err)
 			h, err := w.wd.Home("plat-ue2-dev", "enc-"+tc.name)
 			require.NoError(t, err)
@@ -116,7 +131,7 @@ plan { method = method.aes_gcm.m }`
 			require.Contains(t, st, "encrypted_data")
 			require.NotContains(t, st, "terraform_data", "the state is encrypted on disk")
 
-			rep, err := r.Run(testCtx(t), Plan, u)
+			rep, err = r.Run(testCtx(t), Plan, u)
 			require.NoError(t, err)
 			require.False(t, rep.Results[0].HasChanges, "the encrypted state is read, not taken for an empty one")
 			_, err = r.Run(testCtx(t), SavePlan, u)
