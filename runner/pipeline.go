@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -424,6 +425,23 @@ func (x *unitRun) step(ctx context.Context) error {
 	}
 	log := x.out.stream()
 	defer log.flush()
+	// A Stop's kill reaches terraform-exec's processes too: they are not
+	// the runner's to signal one by one, so the unit's are found by its
+	// TF_DATA_DIR (a scan of the host's processes, only at a kill).
+	stepDone := make(chan struct{})
+	var killer sync.WaitGroup
+	killer.Go(func() {
+		select {
+		case <-x.rs.kill:
+			ls := scanLeftovers(x.w.DataDir)
+			defer closeLeftovers(ls)
+			for _, l := range killLeftovers(ls) {
+				x.out.note("killed at a stop's kill: " + l.String())
+			}
+		case <-stepDone:
+		}
+	})
+	defer func() { close(stepDone); killer.Wait() }()
 	h := &Handle{Unit: *x.u, ID: x.id, Workdir: x.w, Terraform: tf, Log: log, x: x, deps: x.rs.depResults(x.idx)}
 	if err := x.rs.cmd.step(ctx, h); err != nil {
 		return fmt.Errorf("step %s: %w", x.rs.cmd, err)

@@ -289,3 +289,44 @@ func TestZeroStopDrains(t *testing.T) {
 	require.ErrorIs(t, err, ErrStopped)
 	require.False(t, rep.Results[0].Started)
 }
+
+// TestStopKillReachesStep: a Stop's kill ends a custom step's
+// terraform-exec process too (here a terraform that ignores SIGINT while
+// it applies), with an hour of interrupt grace: Step promises every
+// guarantee Run gives, the stop ladder included.
+func TestStopKillReachesStep(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	g := newGate(t, filepath.Join(w.dir, "gate"))
+	wrapper := filepath.Join(w.dir, "bin", "terraform")
+	require.NoError(t, os.MkdirAll(filepath.Dir(wrapper), 0o755))
+	script := "#!/bin/sh\n" +
+		"if [ \"$1\" = apply ]; then\n" +
+		"  trap '' INT\n" +
+		"  echo started > \"" + g.dir + "/started\"\n" +
+		"  exec cat \"" + g.dir + "/release\"\n" +
+		"fi\n" +
+		"exec '" + w.tf + "' \"$@\"\n"
+	require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
+	src := w.component(t, "plain", pairComponent)
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "stuck-step", src, nil)}
+	s := NewStop()
+	r, err := New(WithWorkdirs(w.wd), WithPluginCache(w.cache), WithTerraform(wrapper), WithStop(s), WithInterruptGrace(time.Hour))
+	require.NoError(t, err)
+	apply := Step("apply-by-hand", func(ctx context.Context, h *Handle) error { return h.Terraform.Apply(ctx) })
+	started := g.started(t)
+	done := runAsync(t, r, apply, u)
+	killOnCleanup(t, s)
+	waitFor(t, done, started)
+
+	require.Equal(t, Drain, s.Request())
+	require.Equal(t, Interrupt, s.Request())
+	require.Equal(t, Kill, s.Request())
+	o := waitDone(t, done, "a kill")
+	res := o.rep.Results[0]
+	require.Equal(t, Canceled, res.Status, "%v", res.Err)
+	require.False(t, g.hasReader(), "the killed process is still waiting")
+	home, err := w.wd.Home("plat-ue2-dev", "stuck-step")
+	require.NoError(t, err)
+	require.Empty(t, processesMentioning(t, home), "processes left behind")
+}
