@@ -53,6 +53,9 @@ type journalEngine struct {
 	Start uint64 `json:"start,omitempty"`
 	// Output is its stdout file (in engineDir; stderr is beside it, .err).
 	Output string `json:"output,omitempty"`
+	// Began is when the runner started it (wall clock): a state lock of
+	// this engine was taken soon after (see leftBy).
+	Began time.Time `json:"began,omitzero"`
 }
 
 type journal struct {
@@ -164,9 +167,14 @@ func writeJournal(p string, j journal, opts ...atomicfile.Option) error {
 }
 
 // leftBy returns the crashed run that provably left lock l: same user and
-// host as this process (so the same terraform identity), and created
-// while that run was under way. nil when none did, or when l does not say
-// who holds it and since when.
+// host as this process (so the same terraform identity), while that run
+// was under way, and within lockTakeWindow of the start of the last
+// terraform it ran: terraform takes its state lock right as it starts, so
+// a lock created later (by a live process of the same user and host that
+// took it after the crash: another checkout, a second CI job, tofu by
+// hand) is never taken for the crashed run's. nil when none did, when the
+// run recorded no terraform, or when l does not say who holds it and
+// since when.
 func leftBy(l *StateLock, crashed []journalRun) *journalRun {
 	if l == nil || l.ID == "" || l.Who == "" || l.Created.IsZero() {
 		return nil
@@ -174,10 +182,25 @@ func leftBy(l *StateLock, crashed []journalRun) *journalRun {
 	who, host := lockWho()
 	for i := range crashed {
 		c := &crashed[i]
+		e := c.Engine
+		if e == nil || e.Began.IsZero() {
+			continue
+		}
 		if c.Who == who && c.Host == host && l.Who == who &&
-			!l.Created.Before(c.Started) && !l.Created.After(c.Until) {
+			!l.Created.Before(c.Started) && !l.Created.After(c.Until) &&
+			!l.Created.Before(e.Began.Add(-clockSlack)) && !l.Created.After(e.Began.Add(lockTakeWindow)) {
 			return c
 		}
 	}
 	return nil
 }
+
+// lockTakeWindow bounds how long after it starts a terraform of the
+// runner's takes its state lock (it loads the configuration, the backend
+// and the providers first; the runner passes -lock-timeout=0 and retries
+// whole commands, each a new process); clockSlack allows for the lock's
+// time being taken on terraform's side of the same clock.
+const (
+	lockTakeWindow = 2 * time.Minute
+	clockSlack     = time.Second
+)

@@ -157,7 +157,7 @@ func TestStateLockTimeoutZero(t *testing.T) {
 	require.NotNil(t, rep.Results[0].StateLock)
 	require.NotEmpty(t, rep.Results[0].StateLock.ID)
 	// The error says who, since when, and how to release a stale lock.
-	require.ErrorContains(t, err, "force-unlock "+rep.Results[0].StateLock.ID)
+	require.ErrorContains(t, err, "force-unlock -force -no-color -- "+rep.Results[0].StateLock.ID)
 	require.ErrorContains(t, err, "ago)")
 	g.release(t)
 	<-holderExited
