@@ -113,10 +113,31 @@ func (e *tfError) Error() string {
 	default:
 		fmt.Fprintf(&b, ": exit status %d", e.exitCode)
 	}
-	if m := strings.TrimSpace(e.msg); m != "" {
+	if m := strings.TrimSpace(errorFirst(e.msg)); m != "" {
 		b.WriteString(": " + m)
 	}
 	return b.String()
+}
+
+// firstErrorRe finds the first error diagnostic in what terraform said,
+// plain or inside its box-drawing frame.
+var firstErrorRe = regexp.MustCompile(`(?m)^[│╷ ]*Error: `)
+
+// errorFirst puts terraform's first error diagnostic (its summary and
+// detail, and what follows) ahead of whatever it printed before it, such
+// as a warning about the CLI config: an error message leads with the
+// cause.
+func errorFirst(msg string) string {
+	loc := firstErrorRe.FindStringIndex(msg)
+	if loc == nil || strings.TrimSpace(msg[:loc[0]]) == "" {
+		return msg
+	}
+	// Start the moved part at its frame's opening line, if it has one.
+	start := loc[0]
+	if i := strings.LastIndex(msg[:start], "╷"); i >= 0 && strings.TrimSpace(msg[i+len("╷"):start]) == "" {
+		start = i
+	}
+	return strings.TrimSpace(msg[start:]) + "\n\n" + strings.TrimSpace(msg[:start])
 }
 
 func (e *tfError) Unwrap() error { return e.err }

@@ -40,6 +40,7 @@ func TestRunApplyTwiceThenDestroy(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), append(common, "-progress", "lines"), &out))
 	require.Contains(t, out.String(), "tfisolate: 3/3 succeeded")
+	require.Regexp(t, `tfisolate: 3/3 succeeded in \S+ with (terraform|tofu) \d+\.\d+\.\d+;`, out.String(), "the summary names the engine that ran")
 	require.Contains(t, out.String(), "provider downloads this run: 1")
 	for i := 1; i <= 3; i++ {
 		require.Contains(t, out.String(), "plat-ue2-dev/elasticache/redis-cluster-"+string(rune('0'+i))+"  succeeded")

@@ -29,8 +29,8 @@ func summary(w io.Writer, rep *runner.Report, downloads int64, st pluginc.Stats)
 	if ns := rep.NotStarted(); len(ns) > 0 {
 		fmt.Fprintf(w, "never started: %s\n", strings.Join(ns, ", "))
 	}
-	fmt.Fprintf(w, "tfisolate: %d/%d succeeded in %s; provider downloads this run: %d (cache hits %d)\n",
-		rep.Count(runner.Succeeded), len(rep.Results), rep.Duration.Round(10*time.Millisecond), downloads, st.Hits)
+	fmt.Fprintf(w, "tfisolate: %d/%d succeeded in %s with %s %s; provider downloads this run: %d (cache hits %d)\n",
+		rep.Count(runner.Succeeded), len(rep.Results), rep.Duration.Round(10*time.Millisecond), rep.Engine.Kind, rep.Engine.Version, downloads, st.Hits)
 }
 
 // writeJSON prints the runner's documented JSON form of the report, with
