@@ -39,10 +39,16 @@ func (g gate) command() string {
 }
 
 // started returns a channel closed once a provisioner has announced itself.
+// The goroutine is joined when the test ends: a test that fails before
+// the provisioner starts opens the fifo itself (O_RDWR never blocks), so
+// the wait ends and nothing reports after the test is over.
 func (g gate) started(t *testing.T) <-chan struct{} {
 	ch := make(chan struct{})
+	exited := make(chan struct{})
+	p := filepath.Join(g.dir, "started")
 	go func() {
-		f, err := os.Open(filepath.Join(g.dir, "started")) // blocks until a writer opens
+		defer close(exited)
+		f, err := os.Open(p) // blocks until a writer opens
 		if err != nil {
 			t.Errorf("open started fifo: %v", err)
 			return
@@ -51,6 +57,12 @@ func (g gate) started(t *testing.T) <-chan struct{} {
 		f.Close()
 		close(ch)
 	}()
+	t.Cleanup(func() {
+		if w, err := os.OpenFile(p, os.O_RDWR, 0); err == nil {
+			w.Close()
+		}
+		<-exited
+	})
 	return ch
 }
 

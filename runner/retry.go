@@ -54,8 +54,9 @@ var DefaultTransientErrors = []*regexp.Regexp{
 	// go-retryablehttp (the http backend, registries) gave up on one of
 	// the above.
 	regexp.MustCompile(`giving up after \d+ attempt\(s\)`),
-	// Concurrent first inits of the pg backend race creating its table.
-	regexp.MustCompile(`duplicate key value violates unique constraint "pg_type_typname_nsp_index"`),
+	// Concurrent first inits of the pg backend race creating its schema,
+	// table and sequence (PostgreSQL's catalog indexes say so).
+	regexp.MustCompile(`duplicate key value violates unique constraint "pg_(type_typname_nsp|class_relname_nsp|namespace_nspname)_index"`),
 }
 
 // DefaultRetry is the policy used without WithRetry: two retries after

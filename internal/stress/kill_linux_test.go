@@ -93,8 +93,10 @@ func TestKillRunnersConverge(t *testing.T) {
 
 	// Phase 2a: a lone process on an instance of its own, killed while its
 	// terraform holds the state lock. Nothing else touches that instance
-	// until the final run, so terraform's lock note is certain to be there
-	// when the final run meets it.
+	// until the final run. Host death interrupts terraform (never kills
+	// it), so terraform may still be finishing, lock note and all, or may
+	// have released its lock already when the final run comes: that run
+	// waits for it and must converge either way (checked at the end).
 	lone := killInstances + 1
 	lv := &victim{k: 1, unitDone: make(chan struct{})}
 	lp := startProc(t, "lone process", w.config([]int{lone}, 1, killLatency), func(p *proc, m message) { lv.event(w, p, m) })
@@ -102,10 +104,6 @@ func TestKillRunnersConverge(t *testing.T) {
 	lv.wg.Wait()
 	require.NoError(t, lv.err)
 	require.True(t, lv.holding, "the lone process ended before its terraform took the state lock")
-	loneHome, err := w.home(demo.Instance(lone))
-	require.NoError(t, err)
-	require.FileExists(t, filepath.Join(loneHome, "src", filepath.FromSlash(demo.Component), ".terraform.tfstate.lock.info"),
-		"terraform killed holding the lock leaves its note")
 
 	// Phase 2: random victims, each killed in a random phase of its k-th
 	// unit to reach it: as the unit's (cold) workdir is being prepared, as
