@@ -44,6 +44,38 @@ func httpBackendNoClientRetry(t *testing.T, srv *testbackend.HTTPState, name str
 	return b
 }
 
+// createsWorld is one instance of createsComponent whose state lives in
+// an http state server, with a runner whose retry policy would retry
+// transient errors at once.
+type createsWorld struct {
+	srv       *testbackend.HTTPState
+	unit      Unit
+	r         *Runner
+	creations string // the file each create of the resource adds a line to
+}
+
+// createsState names the instance's state in the server.
+const createsState = "plat-ue2-dev-creates"
+
+func newCreatesWorld(t *testing.T, tf string) createsWorld {
+	t.Helper()
+	c := createsWorld{srv: testbackend.StartHTTPState(t)}
+	dir := t.TempDir()
+	wd, err := workdir.New(filepath.Join(dir, "workdirs"))
+	require.NoError(t, err)
+	src := filepath.Join(dir, "src", "creates")
+	require.NoError(t, os.MkdirAll(src, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(createsComponent), 0o644))
+	c.creations = filepath.Join(dir, "creations")
+	vars, err := json.Marshal(map[string]any{"creations": c.creations})
+	require.NoError(t, err)
+	c.unit = Unit{Workdir: workdirSpec("plat-ue2-dev", "creates", src, map[string][]byte{
+		"backend.tf.json": httpBackendNoClientRetry(t, c.srv, createsState), "terraform.tfvars.json": vars})}
+	c.r, err = New(WithWorkdirs(wd), WithTerraform(tf), WithRetry(RetryPolicy{Max: 2, Backoff: time.Millisecond}))
+	require.NoError(t, err)
+	return c
+}
+
 func countLines(t *testing.T, path string) int {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -64,21 +96,9 @@ func countLines(t *testing.T, path string) int {
 // nothing.
 func TestApplyNeverRepeatedAfterStateWriteFails(t *testing.T) {
 	testenv.Engines(t, func(t *testing.T, e testenv.Engine) {
-		srv := testbackend.StartHTTPState(t)
-		dir := t.TempDir()
-		wd, err := workdir.New(filepath.Join(dir, "workdirs"))
-		require.NoError(t, err)
-		src := filepath.Join(dir, "src", "creates")
-		require.NoError(t, os.MkdirAll(src, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(createsComponent), 0o644))
-		creations := filepath.Join(dir, "creations")
-		const name = "plat-ue2-dev-creates"
-		vars, err := json.Marshal(map[string]any{"creations": creations})
-		require.NoError(t, err)
-		u := Unit{Workdir: workdirSpec("plat-ue2-dev", "creates", src, map[string][]byte{
-			"backend.tf.json": httpBackendNoClientRetry(t, srv, name), "terraform.tfvars.json": vars})}
-		r, err := New(WithWorkdirs(wd), WithTerraform(e.Path), WithRetry(RetryPolicy{Max: 2, Backoff: time.Millisecond}))
-		require.NoError(t, err)
+		c := newCreatesWorld(t, e.Path)
+		srv, u, r, creations, name := c.srv, c.unit, c.r, c.creations, createsState
+		var err error
 
 		// Init first, so the cut meets the apply's own state write.
 		_, err = r.Run(testCtx(t), Init, u)
@@ -106,7 +126,7 @@ func TestApplyNeverRepeatedAfterStateWriteFails(t *testing.T) {
 		// The next Apply (the component changed, so the workdir is
 		// refreshed) is refused before terraform runs.
 		srv.Fail(name, "POST", 0, 0)
-		require.NoError(t, os.WriteFile(filepath.Join(src, "extra.tf"), []byte("# refreshed\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(u.Workdir.Source, "extra.tf"), []byte("# refreshed\n"), 0o644))
 		gets := srv.Counters(name).Gets
 		rep, err = r.Run(testCtx(t), Apply, u)
 		require.ErrorIs(t, err, ErrStateNotSaved)
@@ -138,22 +158,9 @@ func TestApplyNeverRepeatedAfterStateWriteFails(t *testing.T) {
 // meets it too): terraform changed nothing yet, so the runner retries
 // the apply, and the resource is created once.
 func TestApplyRetriedBeforeAnyChange(t *testing.T) {
-	srv := testbackend.StartHTTPState(t)
-	dir := t.TempDir()
-	wd, err := workdir.New(filepath.Join(dir, "workdirs"))
-	require.NoError(t, err)
-	src := filepath.Join(dir, "src", "creates")
-	require.NoError(t, os.MkdirAll(src, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(createsComponent), 0o644))
-	creations := filepath.Join(dir, "creations")
-	const name = "plat-ue2-dev-creates"
-	vars, err := json.Marshal(map[string]any{"creations": creations})
-	require.NoError(t, err)
-	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "creates", src, map[string][]byte{
-		"backend.tf.json": httpBackendNoClientRetry(t, srv, name), "terraform.tfvars.json": vars})}
-	r, err := New(WithWorkdirs(wd), WithTerraform(testenv.Terraform(t)), WithRetry(RetryPolicy{Max: 2, Backoff: time.Millisecond}))
-	require.NoError(t, err)
-	_, err = r.Run(testCtx(t), Init, u)
+	c := newCreatesWorld(t, testenv.Terraform(t))
+	srv, u, r, creations, name := c.srv, c.unit, c.r, c.creations, createsState
+	_, err := r.Run(testCtx(t), Init, u)
 	require.NoError(t, err)
 
 	srv.Fail(name, "GET", 2, http.StatusServiceUnavailable)

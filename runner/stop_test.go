@@ -215,18 +215,9 @@ func TestStopKillsTerraformThatIgnoresInterrupt(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	g := newGate(t, filepath.Join(w.dir, "gate"))
-	wrapper := filepath.Join(w.dir, "bin", "terraform")
-	require.NoError(t, os.MkdirAll(filepath.Dir(wrapper), 0o755))
-	script := "#!/bin/sh\n" +
-		"if [ \"$1\" = apply ]; then\n" +
-		"  trap '' INT\n" +
-		"  echo started > \"$GATE/started\"\n" +
-		"  exec cat \"$GATE/release\"\n" +
-		"fi\n" +
-		"exec '" + w.tf + "' \"$@\"\n"
-	require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
+	wrapper := stuckTerraform(t, w, g)
 	src := w.component(t, "plain", pairComponent)
-	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "stuck", src, nil), Env: map[string]string{"GATE": g.dir}}
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "stuck", src, nil)}
 	s := NewStop()
 	r, err := New(WithWorkdirs(w.wd), WithPluginCache(w.cache), WithTerraform(wrapper), WithStop(s), WithInterruptGrace(time.Hour))
 	require.NoError(t, err)
@@ -298,16 +289,7 @@ func TestStopKillReachesStep(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	g := newGate(t, filepath.Join(w.dir, "gate"))
-	wrapper := filepath.Join(w.dir, "bin", "terraform")
-	require.NoError(t, os.MkdirAll(filepath.Dir(wrapper), 0o755))
-	script := "#!/bin/sh\n" +
-		"if [ \"$1\" = apply ]; then\n" +
-		"  trap '' INT\n" +
-		"  echo started > \"" + g.dir + "/started\"\n" +
-		"  exec cat \"" + g.dir + "/release\"\n" +
-		"fi\n" +
-		"exec '" + w.tf + "' \"$@\"\n"
-	require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
+	wrapper := stuckTerraform(t, w, g)
 	src := w.component(t, "plain", pairComponent)
 	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "stuck-step", src, nil)}
 	s := NewStop()
@@ -329,4 +311,23 @@ func TestStopKillReachesStep(t *testing.T) {
 	home, err := w.wd.Home("plat-ue2-dev", "stuck-step")
 	require.NoError(t, err)
 	require.Empty(t, processesMentioning(t, home), "processes left behind")
+}
+
+// stuckTerraform writes a "terraform" that is real terraform for every
+// command but apply, where it announces itself on g and then waits on it
+// ignoring SIGINT: a terraform stuck in a provider call, which only a
+// kill ends.
+func stuckTerraform(t *testing.T, w *world, g gate) string {
+	t.Helper()
+	wrapper := filepath.Join(w.dir, "bin", "terraform")
+	require.NoError(t, os.MkdirAll(filepath.Dir(wrapper), 0o755))
+	script := "#!/bin/sh\n" +
+		"if [ \"$1\" = apply ]; then\n" +
+		"  trap '' INT\n" +
+		"  echo started > \"" + g.dir + "/started\"\n" +
+		"  exec cat \"" + g.dir + "/release\"\n" +
+		"fi\n" +
+		"exec '" + w.tf + "' \"$@\"\n"
+	require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
+	return wrapper
 }
