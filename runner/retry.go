@@ -55,8 +55,11 @@ var DefaultTransientErrors = []*regexp.Regexp{
 	// the above.
 	regexp.MustCompile(`giving up after \d+ attempt\(s\)`),
 	// Concurrent first inits of the pg backend race creating its schema,
-	// table and sequence (PostgreSQL's catalog indexes say so).
+	// table and sequence: PostgreSQL's catalog indexes say so, or the
+	// loser of CREATE ... IF NOT EXISTS finds the backend's own relation
+	// (its shared sequence, its table, its index) just made.
 	regexp.MustCompile(`duplicate key value violates unique constraint "pg_(type_typname_nsp|class_relname_nsp|namespace_nspname)_index"`),
+	regexp.MustCompile(`pq: relation "(global_states_id_seq|states|states_by_name)" already exists`),
 }
 
 // DefaultRetry is the policy used without WithRetry: two retries after

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -92,6 +93,27 @@ func TestRetry(t *testing.T) {
 			require.ErrorContains(t, e.Err, tt.msg)
 			require.Contains(t, log, "transient error, retry 1 of 2")
 		})
+	}
+}
+
+// TestDefaultTransientErrors: the messages of real transient failures
+// match, the pg backend's init race among them (as seen in CI), and
+// near misses that name a user's own relation or a permanent failure do
+// not.
+func TestDefaultTransientErrors(t *testing.T) {
+	var p RetryPolicy
+	for msg, want := range map[string]bool{
+		`Error: pq: relation "global_states_id_seq" already exists`:                              true,
+		`Error: pq: relation "states_by_name" already exists`:                                    true,
+		`pq: duplicate key value violates unique constraint "pg_type_typname_nsp_index"`:         true,
+		`Error: pq: duplicate key value violates unique constraint "pg_namespace_nspname_index"`: true,
+		`Error: Error creating table: pq: relation "orders" already exists`:                      false,
+		`Error: 503 Service Unavailable`:                                                         true,
+		`Error: read tcp 127.0.0.1:5432: connection reset by peer`:                               true,
+		`Error: pq: password authentication failed for user "tf"`:                                false,
+		`Error: Unsupported argument`:                                                            false,
+	} {
+		require.Equal(t, want, p.transient(errors.New(msg)), "%s", msg)
 	}
 }
 

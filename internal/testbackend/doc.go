@@ -52,8 +52,9 @@
 //     first inits on one schema, and on a fresh server even on different
 //     schemas (they share the sequence public.global_states_id_seq), can
 //     fail with "duplicate key value violates unique constraint
-//     pg_type_typname_nsp_index" (or pg_class_relname_nsp_index). Init the
-//     first instance of a schema alone, or retry.
+//     pg_type_typname_nsp_index" (or pg_class_relname_nsp_index), or with
+//     'relation "global_states_id_seq" already exists'. Init the first
+//     instance of a schema alone, or retry.
 //   - The log is kept in memory (at most 32 MiB; older lines are then
 //     dropped) and only in the process that started the server. A test
 //     process killed outright leaves its server running (pg_ctl detaches
