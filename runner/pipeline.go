@@ -159,10 +159,18 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 	if err := x.refuseUnsavedState(); err != nil {
 		return err
 	}
-	if x.rs.cmd.kind == kindApplyPlan {
+	switch x.rs.cmd.kind {
+	case kindApplyPlan:
 		if _, err := x.checkSavedPlan(x.rs.cmd.reverse, false); err != nil {
 			return err
 		}
+	case kindExportPlan, kindImportPlan:
+		// Files only: no module, provider, init or terraform process.
+		x.emit(x.rs.cmd.phase)
+		if x.rs.cmd.kind == kindExportPlan {
+			return x.exportPlan()
+		}
+		return x.importPlan()
 	}
 	x.tree = modtree.Walk(x.dir, configRule(x.rs.eng.Kind))
 	if x.rs.cfg.cache != nil {

@@ -204,6 +204,12 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 			// plan may be applied again.
 			_ = os.Remove(x.applyingPath())
 		}
+		if strings.Contains(err.Error(), staleSavedPlan) {
+			// The state moved on since the plan was made: it was applied
+			// already (here, or from a bundle on another machine), or
+			// something else changed the state.
+			return fmt.Errorf("%w for unit %s: the state changed since the plan was made (already applied, here or on another machine?); run SavePlan again: %w", ErrStalePlan, x.id, err)
+		}
 		return x.keepErroredState(err)
 	}
 	// A saved plan is spent once applied: terraform would refuse it as
@@ -214,6 +220,10 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 	x.keepSummary(r)
 	return x.keepOutputs(ctx, r.outputs)
 }
+
+// staleSavedPlan is the summary of terraform's (and OpenTofu's) refusal
+// of a saved plan whose state has changed since it was made.
+const staleSavedPlan = "Saved plan is stale"
 
 // staleness says what changed between a saved plan's record and now, ""
 // when nothing did.
