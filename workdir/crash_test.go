@@ -44,9 +44,8 @@ func TestKilledMidMaterializeIsRepaired(t *testing.T) {
 			}
 
 			kid := startChild(t, "crash", root, s, "CHILD_STALL_AFTER=7")
-			kid.expect(t, "stalled")
-			require.NoError(t, kid.cmd.Process.Kill()) // SIGKILL on Unix
-			require.Error(t, kid.cmd.Wait())
+			kid.Expect(t, "stalled")
+			require.Error(t, kid.Kill()) // SIGKILL on Unix
 
 			if cold {
 				require.NoDirExists(t, filepath.Join(root, mustID(t, s)), "a killed cold build never shows up as a home")

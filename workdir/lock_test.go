@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/childproc"
 )
 
 func TestLockSerializesGoroutines(t *testing.T) {
@@ -69,20 +71,20 @@ func TestLockAcrossProcesses(t *testing.T) {
 	logPath, counter := filepath.Join(dir, "log"), filepath.Join(dir, "counter")
 	s := Spec{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-1", Source: src}
 	const iter = 15
-	var kids []*proc
+	var kids []*childproc.Proc
 	for range 2 {
 		kids = append(kids, startChild(t, "critical", root, s,
 			"CHILD_LOG="+logPath, "CHILD_COUNTER="+counter, "CHILD_ITER="+strconv.Itoa(iter)))
 	}
 	for _, k := range kids {
-		k.expect(t, "ready")
+		k.Expect(t, "ready")
 	}
 	for _, k := range kids { // open the gate for both at once
-		_, err := k.stdin.Write([]byte("go\n"))
+		_, err := k.Stdin.Write([]byte("go\n"))
 		require.NoError(t, err)
 	}
 	for _, k := range kids {
-		require.NoError(t, k.cmd.Wait())
+		require.NoError(t, k.Wait())
 	}
 
 	b, err := os.ReadFile(logPath)
@@ -108,7 +110,7 @@ func TestLockDeadlineNamesHolder(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
 	s := Spec{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-3", Source: src}
 	holder := startChild(t, "hold", root, s)
-	holder.expect(t, "locked")
+	holder.Expect(t, "locked")
 
 	m, err := New(root, WithLockRetry(5*time.Millisecond))
 	require.NoError(t, err)
@@ -120,11 +122,11 @@ func TestLockDeadlineNamesHolder(t *testing.T) {
 	var le *LockedError
 	require.True(t, errors.As(err, &le))
 	require.NotNil(t, le.Holder)
-	require.Equal(t, holder.pid(), le.Holder.PID)
+	require.Equal(t, holder.PID(), le.Holder.PID)
 	host, _ := os.Hostname()
 	require.Equal(t, host, le.Holder.Host)
 	require.False(t, le.Holder.Since.IsZero())
-	require.Contains(t, err.Error(), fmt.Sprintf("pid %d", holder.pid()))
+	require.Contains(t, err.Error(), fmt.Sprintf("pid %d", holder.PID()))
 	require.Contains(t, err.Error(), "elasticache/redis-cluster-3")
 
 	// Remove waits on the same lock.
@@ -133,10 +135,10 @@ func TestLockDeadlineNamesHolder(t *testing.T) {
 	require.ErrorIs(t, m.Remove(ctx2, s.Stack, s.Instance, true), ErrLocked)
 
 	// Once the holder lets go, a waiting Prepare gets the lock.
-	require.NoError(t, holder.stdin.Close())
+	require.NoError(t, holder.Stdin.Close())
 	w, err := m.Prepare(context.Background(), s)
 	require.NoError(t, err)
-	require.NoError(t, holder.cmd.Wait())
+	require.NoError(t, holder.Wait())
 	require.NoError(t, w.Close())
 }
 

@@ -138,7 +138,7 @@ func TestHolderReported(t *testing.T) {
 	require.NoError(t, w.Close())
 
 	holder := startChild(t, "hold", root, s)
-	holder.expect(t, "locked")
+	holder.Expect(t, "locked")
 	got := make(chan *Workdir, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -147,13 +147,13 @@ func TestHolderReported(t *testing.T) {
 		got <- w
 	}()
 	<-h.waiting
-	require.NoError(t, holder.stdin.Close()) // let go only once Prepare waits
+	require.NoError(t, holder.Stdin.Close()) // let go only once Prepare waits
 	require.NoError(t, <-errc)
 	w = <-got
 	defer w.Close()
-	require.NoError(t, holder.cmd.Wait())
+	require.NoError(t, holder.Wait())
 	require.NotNil(t, w.Holder)
-	require.Equal(t, holder.pid(), w.Holder.PID)
+	require.Equal(t, holder.PID(), w.Holder.PID)
 	host, _ := os.Hostname()
 	require.Equal(t, host, w.Holder.Host)
 	require.Positive(t, w.LockWait)
