@@ -50,14 +50,18 @@ func child(role string) error {
 			if err != nil {
 				return err
 			}
-			appendLine(logPath, fmt.Sprintf("start %d", os.Getpid()))
+			if err := childproc.AppendLine(logPath, fmt.Sprintf("start %d", os.Getpid())); err != nil {
+				return err
+			}
 			// A read-modify-write that loses updates unless serialized.
 			b, _ := os.ReadFile(counter)
 			c, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 			if err := os.WriteFile(counter, []byte(strconv.Itoa(c+1)), 0o644); err != nil {
 				return err
 			}
-			appendLine(logPath, fmt.Sprintf("end %d", os.Getpid()))
+			if err := childproc.AppendLine(logPath, fmt.Sprintf("end %d", os.Getpid())); err != nil {
+				return err
+			}
 			if err := w.Close(); err != nil {
 				return err
 			}
@@ -81,17 +85,6 @@ func child(role string) error {
 		return fmt.Errorf("prepare finished without stalling: %v", err)
 	}
 	return fmt.Errorf("unknown role %q", role)
-}
-
-func appendLine(p, line string) {
-	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		panic(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(line + "\n"); err != nil {
-		panic(err)
-	}
 }
 
 // startChild starts a child in role on the workdir root and spec s, with

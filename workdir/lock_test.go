@@ -17,11 +17,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/childproc"
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 func TestLockSerializesGoroutines(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	m := newManager(t, WithLockRetry(time.Millisecond))
 	s := Spec{Stack: "s", Instance: "i", Source: src}
 	var inside, maxInside, runs atomic.Int32
@@ -65,7 +66,7 @@ func TestLockSerializesGoroutines(t *testing.T) {
 // start/end pairs from one pid at a time, and no counter update is lost.
 func TestLockAcrossProcesses(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	root := filepath.Join(t.TempDir(), "root")
 	dir := t.TempDir()
 	logPath, counter := filepath.Join(dir, "log"), filepath.Join(dir, "counter")
@@ -106,7 +107,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 
 func TestLockDeadlineNamesHolder(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	root := filepath.Join(t.TempDir(), "root")
 	s := Spec{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-3", Source: src}
 	holder := startChild(t, "hold", root, s)
@@ -144,7 +145,7 @@ func TestLockDeadlineNamesHolder(t *testing.T) {
 
 func TestLockCanceledContext(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	m := newManager(t)
 	s := Spec{Stack: "s", Instance: "i", Source: src}
 	w := prepare(t, m, s)
@@ -185,7 +186,7 @@ func (h *signalHandler) Enabled(context.Context, slog.Level) bool { return true 
 // the lock was free.
 func TestLockWaitReported(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	h := &signalHandler{Handler: slog.DiscardHandler, waiting: make(chan struct{})}
 	m := newManager(t, WithLockRetry(time.Millisecond), WithLogger(slog.New(h)))
 	s := Spec{Stack: "s", Instance: "i", Source: src}

@@ -202,3 +202,18 @@ func (p *Proc) Kill() error {
 	}
 	return p.Cmd.Wait()
 }
+
+// AppendLine appends line and a newline to the file at path, creating it,
+// in one O_APPEND write, which is atomic for a line this small: children
+// that log to one file never lose or tear each other's lines.
+func AppendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,13 @@ func child(role string) error {
 	case "hold": // says ready, then blocks until killed
 		fmt.Println("ready")
 		select {}
+	case "append": // appends its PID to a file, many times
+		for range 200 {
+			if err := childproc.AppendLine(os.Getenv("CHILDPROC_FILE"), fmt.Sprint(os.Getpid())); err != nil {
+				return err
+			}
+		}
+		return nil
 	case "fail":
 		return errors.New("the role failed")
 	}
@@ -95,4 +103,25 @@ func TestTimeout(t *testing.T) {
 	p.Expect(t, "ready")
 	require.Error(t, p.Wait())
 	require.False(t, p.Cmd.ProcessState.Success())
+}
+
+// Children appending to one file never lose or tear a line.
+func TestAppendLine(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "log")
+	var kids []*childproc.Proc
+	for range 3 {
+		kids = append(kids, childproc.Start(t, "append", childproc.WithEnv("CHILDPROC_FILE="+file)))
+	}
+	want := map[string]int{}
+	for _, k := range kids {
+		require.NoError(t, k.Wait())
+		want[fmt.Sprint(k.PID())] = 200
+	}
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	got := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		got[l]++
+	}
+	require.Equal(t, want, got)
 }

@@ -20,6 +20,8 @@
 //   - Reading its output never blocks it: stdout is read line by line
 //     into a buffer as the child writes, kept whole for Output, and Wait
 //     and Kill read what is left before they reap the process.
+//   - AppendLine, for children that log to one shared file, writes each
+//     line in one O_APPEND write, so no line is lost or torn.
 //
 // The package is for tests only: it imports testing.
 package childproc
