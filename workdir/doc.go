@@ -34,7 +34,7 @@
 //     CheckState) and the terraform_remote_state inputs. Every source
 //     file is copied whatever the engine. The stamp records the engine; a
 //     Prepare under another engine rebuilds the layout.
-//   - The source tree is only read (DESIGN invariant 1). Files are cloned
+//   - The source tree is only read (invariant 1 in ARCHITECTURE.md). Files are cloned
 //     copy-on-write (FICLONE) where the filesystem supports it and copied
 //     otherwise, data segments only (SEEK_DATA/SEEK_HOLE), so a sparse
 //     file's holes stay holes in every instance; never hard-linked. A source that contains the root, or lies
