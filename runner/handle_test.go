@@ -176,3 +176,50 @@ func TestStepWithStateLockWaits(t *testing.T) {
 	require.Contains(t, log, "refresh: state locked by ID "+lock.ID)
 	require.Contains(t, log, "refresh: state lock acquired after waiting")
 }
+
+// TestStepExecInterruptedWhenStepReturns: a step that leaves an Exec
+// running in a goroutine of its own (an apply parked in a provisioner)
+// and returns does not leave terraform behind: the Exec is interrupted
+// (terraform gets SIGINT, releases the state lock), the Run returns only
+// once it has ended, and the Exec says why it ended (ErrHandleDone).
+func TestStepExecInterruptedWhenStepReturns(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	src := w.component(t, "gated", gatedComponent)
+	g := newGate(t, filepath.Join(w.dir, "gate"))
+	state := filepath.Join(w.dir, "states", "leak.tfstate")
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "leak", src, files(t, map[string]any{"gate": g.dir}, state))}
+
+	started := g.started(t)
+	execErr := make(chan error, 1)
+	step := Step("leak", func(ctx context.Context, h *Handle) error {
+		go func() {
+			_, err := h.Exec(ctx, "apply", "-auto-approve", "-input=false", "-no-color")
+			execErr <- err
+		}()
+		select {
+		case <-started:
+			return nil
+		case err := <-execErr:
+			return fmt.Errorf("the apply ended before its provisioner started: %w", err)
+		}
+	})
+	rep, err := w.runner(t, WithInterruptGrace(20*time.Second)).Run(testCtx(t), step, u)
+	require.NoError(t, err)
+	res := rep.Results[0]
+	require.Equal(t, Succeeded, res.Status, "%v", res.Err)
+	select {
+	case err := <-execErr:
+		require.ErrorIs(t, err, ErrHandleDone)
+		var ee *ExecError
+		require.ErrorAs(t, err, &ee)
+	default:
+		t.Fatal("the Run returned while the step's Exec still ran")
+	}
+	// stdout ("Interrupt received") is the step's; stderr is logged.
+	require.Contains(t, readFile(t, res.Log), "Error: execution halted", "terraform got SIGINT")
+	require.False(t, g.hasReader(), "the provisioner is still waiting")
+	require.Empty(t, processesMentioning(t, w.dir), "processes left behind")
+	_, err = os.Stat(filepath.Join(filepath.Dir(state), ".leak.tfstate.lock.info"))
+	require.ErrorIs(t, err, os.ErrNotExist, "state lock info left behind")
+}
