@@ -10,7 +10,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // redactInput is a plan document with a sensitive value in every place
@@ -220,7 +220,7 @@ const redactComponent = `
 terraform {
   required_providers {
     tfitest = {
-      source  = "` + testprovider.Source + `"
+      source  = "` + shortSource + `"
       version = ">= 1.0.0"
     }
   }
@@ -278,19 +278,26 @@ output "out" {
 // (0644) that holds none of the secrets, old or new, and is still the
 // same plan: terraform-json reads it, with the raw one's resources,
 // actions and output changes. Result.Plan and the JSON report name it.
+// Under terraform and OpenTofu (each renders the plan itself).
 func TestSavePlanRedactedJSON(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	src := w.component(t, "redact", redactComponent)
-	require.NoError(t, os.MkdirAll(filepath.Join(src, "m"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(src, "m", "main.tf"), []byte(redactModule), 0o644))
-	state := filepath.Join(w.dir, "states", "redact.tfstate")
-	unit := func(secret string) Unit {
-		f := files(t, map[string]any{}, state)
-		f["secret.tfvars.json"] = []byte(`{"secret":"` + secret + `"}`)
-		return Unit{Workdir: workdirSpec("plat-ue2-dev", "redact", src, f), Args: Args{VarFiles: []string{"secret.tfvars.json"}}}
-	}
-	r := w.runner(t)
+	testenv.Engines(t, func(t *testing.T, e testenv.Engine) {
+		w := newEngineWorld(t, e)
+		src := filepath.Join(w.dir, "components", "redact")
+		require.NoError(t, os.MkdirAll(filepath.Join(src, "m"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(redactComponent), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(src, "m", "main.tf"), []byte(redactModule), 0o644))
+		unit := func(secret string) Unit {
+			u := w.unit(t, "redact", src, map[string]any{}, "redact")
+			u.Workdir.Files["secret.tfvars.json"] = []byte(`{"secret":"` + secret + `"}`)
+			u.Args.VarFiles = []string{"secret.tfvars.json"}
+			return u
+		}
+		requireRedactedPlan(t, w.runner(t), unit)
+	})
+}
+
+func requireRedactedPlan(t *testing.T, r *Runner, unit func(secret string) Unit) {
 	_, err := r.Run(testCtx(t), Apply, unit("redact-OLD-secret-0"))
 	require.NoError(t, err)
 	rep, err := r.Run(testCtx(t), SavePlan, unit("redact-VAR-secret-1"))
