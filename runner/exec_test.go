@@ -142,6 +142,13 @@ func TestHandleExec(t *testing.T) {
 	_, err = (&Handle{}).Exec(testCtx(t), "state", "list")
 	require.ErrorIs(t, err, ErrHandleDone)
 
+	// What Exec captured (output -raw printed the secret) is not kept.
+	ents, err := os.ReadDir(filepath.Join(kept.Workdir.DataDir, engineDir))
+	if !errors.Is(err, os.ErrNotExist) {
+		require.NoError(t, err)
+		require.Empty(t, ents, "engine output files left behind")
+	}
+
 	require.NotContains(t, out.String(), secret, "output stream")
 	require.NotEmpty(t, out.String())
 	mu.Lock()
