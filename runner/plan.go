@@ -80,7 +80,7 @@ func (x *unitRun) redactedPath() string {
 // plan leaves nothing ApplyPlan would take.
 func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 	dir, file, jsonFile, metaFile := x.planPaths()
-	for _, old := range []string{metaFile, x.applyingPath()} {
+	for _, old := range []string{metaFile, x.applyingPath(), x.redactedPath()} {
 		if err := os.Remove(old); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove old saved plan: %w", err)
 		}
