@@ -346,4 +346,11 @@ func requireRedactedPlan(t *testing.T, r *Runner, unit func(secret string) Unit)
 	sum, err := summarizePlan([]byte(redacted))
 	require.NoError(t, err)
 	require.Equal(t, p.Changes, sum.Changes)
+
+	// A SavePlan that fails leaves no redacted plan of the older one.
+	bad := unit("")
+	bad.Workdir.Files["secret.tfvars.json"] = []byte(`{`)
+	rep, _ = r.Run(testCtx(t), SavePlan, bad)
+	require.Equal(t, Failed, rep.Results[0].Status)
+	require.NoFileExists(t, p.RedactedJSONFile)
 }
