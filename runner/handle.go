@@ -13,7 +13,8 @@ import (
 
 // Handle is what a custom step (see Step) gets for one unit: everything
 // the runner prepared, under the instance lock, for the step's duration
-// only. A Handle must not be kept after the step returns.
+// only. A Handle must not be kept after the step returns: its Exec is
+// refused then (ErrHandleDone).
 type Handle struct {
 	// Unit is the unit being run.
 	Unit Unit
@@ -23,8 +24,9 @@ type Handle struct {
 	// Workdir.Dir.
 	Workdir *workdir.Workdir
 	// Terraform is an initialized terraform for the workdir, with the
-	// unit's environment (TF_VAR_* and TF_LOG* left out, see below). Its stderr goes to the unit's log; its stdout
-	// is never echoed anywhere (show and output print sensitive values in
+	// unit's environment (less what terraform-exec refuses, see below).
+	// Its stderr goes to the unit's log; its stdout is never echoed
+	// anywhere (show and output print sensitive values in
 	// clear): what a subcommand returns is the step's. Any subcommand
 	// terraform-exec offers works on it. terraform-exec refuses TF_VAR_*,
 	// TF_LOG* and TF_CLI_ARGS* in the environment it is given, so those
