@@ -32,10 +32,10 @@ func (e *ExecError) Unwrap() error { return e.err.Unwrap() }
 // runs its own commands: in the workdir, with the unit's whole
 // environment (TF_DATA_DIR, the runner's CLI config with the user's
 // merged in, TF_VAR_*, TF_LOG* and TF_CLI_ARGS* of the process and of
-// Unit.Env, the unit's temp dir), stdin closed, interrupted (then killed
-// after the grace period) when ctx ends, by a Stop, or when this process
-// dies, and recorded in the instance's journal like every engine the
-// runner starts. Nothing is added to args: give h.VarArgs() to the
+// Unit.Env, the unit's temp dir), stdin the null device (a prompt fails
+// at once), interrupted (then killed after the grace period) when ctx
+// ends, by a Stop, or when this process dies, and recorded in the
+// instance's journal like every engine the runner starts. Nothing is added to args: give h.VarArgs() to the
 // subcommands that take variables.
 //
 // stdout is returned and never echoed anywhere (state show and output
