@@ -75,6 +75,21 @@ func (x *unitRun) redactedPath() string {
 	return filepath.Join(x.w.DataDir, planDirName, planRedactedName)
 }
 
+// writeRedacted writes the redacted rendering of the saved plan's JSON
+// doc beside it. The raw rendering holds sensitive values in clear and is
+// the owner's only (0600); the redacted one is for sharing (a PR comment,
+// a CI artifact): 0644, in the same 0700 dir.
+func (x *unitRun) writeRedacted(doc []byte) error {
+	redacted, err := redactPlanJSON(doc)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(x.redactedPath(), redacted, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", x.redactedPath(), err)
+	}
+	return nil
+}
+
 // savePlan plans into the saved plan file, renders it as JSON and
 // records what it was made from. The old record goes first, so a failed
 // plan leaves nothing ApplyPlan would take.
@@ -111,18 +126,11 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 	if err != nil {
 		return err
 	}
-	redacted, err := redactPlanJSON(show.stdout)
-	if err != nil {
-		return err
-	}
-	// The raw rendering holds sensitive values in clear: the owner's
-	// only. The redacted one is for sharing (a PR comment, a CI
-	// artifact); the dir around both stays 0700.
 	if err := atomicfile.WriteFile(jsonFile, show.stdout, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", jsonFile, err)
 	}
-	if err := atomicfile.WriteFile(x.redactedPath(), redacted, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", x.redactedPath(), err)
+	if err := x.writeRedacted(show.stdout); err != nil {
+		return err
 	}
 	sum.File, sum.JSONFile, sum.RedactedJSONFile, sum.DestroyPlan = file, jsonFile, x.redactedPath(), destroy
 	x.res.Plan = sum

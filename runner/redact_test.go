@@ -347,6 +347,17 @@ func requireRedactedPlan(t *testing.T, r *Runner, unit func(secret string) Unit)
 	require.NoError(t, err)
 	require.Equal(t, p.Changes, sum.Changes)
 
+	// A plan carried in a bundle gets its redacted rendering where it is
+	// imported (the bundle is the raw plan's; written here again).
+	bundles := t.TempDir()
+	_, err = r.Run(testCtx(t), ExportPlan(bundles, nil), unit("redact-VAR-secret-1"))
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(p.RedactedJSONFile))
+	rep, err = r.Run(testCtx(t), ImportPlan(bundles, nil), unit("redact-VAR-secret-1"))
+	require.NoError(t, err)
+	require.Equal(t, p.RedactedJSONFile, rep.Results[0].Plan.RedactedJSONFile)
+	require.Equal(t, redacted, readFile(t, p.RedactedJSONFile))
+
 	// A SavePlan that fails leaves no redacted plan of the older one.
 	bad := unit("")
 	bad.Workdir.Files["secret.tfvars.json"] = []byte(`{`)
