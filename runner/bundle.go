@@ -295,7 +295,7 @@ func (x *unitRun) importPlan() error {
 			ErrStalePlan, x.id, src, m.Host, m.Made.Format(time.RFC3339), why)
 	}
 	dir, file, jsonFile, metaFile := x.planPaths()
-	for _, old := range []string{metaFile, x.applyingPath()} {
+	for _, old := range []string{metaFile, x.applyingPath(), x.redactedPath()} {
 		if err := os.Remove(old); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove old saved plan: %w", err)
 		}
@@ -322,13 +322,18 @@ func (x *unitRun) importPlan() error {
 			return fmt.Errorf("import plan of %s: %w", x.id, err)
 		}
 	}
+	if js, ok := members[bundleJSON]; ok {
+		if err := x.writeRedacted(js); err != nil {
+			return fmt.Errorf("import plan of %s: %w", x.id, err)
+		}
+	}
 	// The record last: until it is there, ApplyPlan finds no plan.
 	b, _ := json.MarshalIndent(saved, "", "  ")
 	if err := atomicfile.WriteFile(metaFile, b, 0o644); err != nil {
 		return fmt.Errorf("import plan of %s: %w", x.id, err)
 	}
 	if sum, err := summarizePlan(members[bundleJSON]); err == nil {
-		sum.File, sum.JSONFile, sum.DestroyPlan = file, jsonFile, saved.Destroy
+		sum.File, sum.JSONFile, sum.RedactedJSONFile, sum.DestroyPlan = file, jsonFile, x.redactedPath(), saved.Destroy
 		x.res.Plan = sum
 		x.res.HasChanges = sum.Add+sum.Change+sum.Destroy+sum.Import > 0
 	}

@@ -450,7 +450,8 @@ func (x *unitRun) step(ctx context.Context) error {
 		}
 	})
 	defer func() { close(stepDone); killer.Wait() }()
-	h := &Handle{Unit: *x.u, ID: x.id, Workdir: x.w, Terraform: tf, Log: log, x: x, deps: x.rs.depResults(x.idx)}
+	h := newHandle(x, tf, log)
+	defer h.close()
 	if err := x.rs.cmd.step(ctx, h); err != nil {
 		return fmt.Errorf("step %s: %w", x.rs.cmd, err)
 	}
