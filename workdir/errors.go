@@ -32,9 +32,10 @@ var (
 
 	// ErrSourceState is wrapped by the error Prepare returns when the
 	// component source holds local state (for the backend the component
-	// uses) that records resources, and the instance has no state of its
-	// own: run as is, the instance would plan to create everything that
-	// state records a second time. It is also wrapped when Spec.AdoptState
+	// uses) that records resources or outputs, and the instance has no
+	// state of its own: run as is, the instance would plan to create
+	// everything that state records a second time (and plan none of the
+	// output changes plain terraform plans against it). It is also wrapped when Spec.AdoptState
 	// cannot adopt that state because the instance already has state
 	// with resources. Use errors.As with *SourceStateError for the files.
 	ErrSourceState = errors.New("component source holds local state")
@@ -158,16 +159,26 @@ type StateFile struct {
 	// tell (an OpenTofu encrypted state, a cut-off or unreadable file):
 	// such a state counts as holding resources.
 	Resources int
+	// Outputs is how many root module outputs it records (0 when
+	// Resources is -1): a state with outputs and no resources is still
+	// one a plan reads.
+	Outputs int
 }
 
+// String names the file and what it records; outputs are mentioned only
+// for a state without resources, where they are why it counts.
 func (f StateFile) String() string {
-	switch f.Resources {
-	case -1:
+	switch {
+	case f.Resources == -1:
 		return f.Path + " (resources unknown: encrypted or unreadable, counted as holding resources)"
-	case 1:
+	case f.Resources == 1:
 		return f.Path + " (1 resource)"
+	case f.Resources > 0:
+		return fmt.Sprintf("%s (%d resources)", f.Path, f.Resources)
+	case f.Outputs == 1:
+		return f.Path + " (0 resources, 1 output)"
 	}
-	return fmt.Sprintf("%s (%d resources)", f.Path, f.Resources)
+	return fmt.Sprintf("%s (0 resources, %d outputs)", f.Path, f.Outputs)
 }
 
 // SourceStateError is returned by Prepare when the component source holds
@@ -176,7 +187,7 @@ func (f StateFile) String() string {
 type SourceStateError struct {
 	Stack, Instance string
 	Source          string      // the component dir
-	Files           []StateFile // the source's state files that record resources
+	Files           []StateFile // the source's state files that record resources or outputs
 	// Blocking is set when Spec.AdoptState was given but the instance
 	// already has state with resources there: nothing was adopted.
 	Blocking *StateFile

@@ -19,8 +19,8 @@ import (
 // source. dir is the component in the instance's workdir and b its
 // backend, generated files included. The caller holds the instance lock.
 //
-//   - A source whose state files record no resources (or that has none) is
-//     not the instance's concern: nothing happens.
+//   - A source whose state files record neither resources nor outputs (or
+//     that has none) is not the instance's concern: nothing happens.
 //   - An instance that adopted once owns its state: nothing is ever copied
 //     again.
 //   - Without adopt, an instance with no state of its own is refused with a
@@ -49,8 +49,8 @@ func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, di
 			continue
 		}
 		all = append(all, found{place: p, path: sp, data: data, st: st})
-		if st.mayHoldResources() {
-			files = append(files, StateFile{Path: sp, Resources: st.resourceCount()})
+		if st.recordsSomething() {
+			files = append(files, StateFile{Path: sp, Resources: st.resourceCount(), Outputs: st.outputs})
 		}
 	}
 	if len(files) == 0 {
@@ -81,7 +81,7 @@ func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, di
 		switch {
 		case own.exists && !own.empty() && own.lineage != "" && own.lineage == f.st.lineage:
 			// Copied by an adoption killed before it was recorded.
-		case own.exists && !own.empty() && !f.st.mayHoldResources():
+		case own.exists && !own.empty() && !f.st.recordsSomething():
 			continue // nothing to adopt there; the instance's own file stays
 		case own.mayHoldResources():
 			serr.Blocking = &StateFile{Path: dst, Resources: own.resourceCount()}
