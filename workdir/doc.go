@@ -115,9 +115,14 @@
 //     copied once (atomically, 0600, under the instance lock; recorded in
 //     ROOT/ID/.tfisolate/state.json last),
 //     and never again; adoption over instance state that records
-//     resources is refused, copying nothing. A source state with neither
-//     resources nor outputs, an empty one, and state at an absolute path
-//     do not block.
+//     resources is refused, copying nothing. State the backend does not
+//     use but plain terraform in the component dir would stop to ask
+//     about migrating (terraform.tfstate and terraform.tfstate.d beside
+//     another backend; the state of the local backend the component's
+//     own .terraform records, when the configuration names another) is
+//     refused the same way (SourceStateError.Left) and never adopted. A
+//     source state with neither resources nor outputs, an empty one, and
+//     state at an absolute path do not block.
 //   - A state file the configuration only reads (a literal local path of a
 //     terraform_remote_state data source, in the component or its local
 //     modules, inside the component dir) is an input: it is copied and

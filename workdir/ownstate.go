@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
@@ -21,6 +25,11 @@ import (
 //
 //   - A source whose state files record neither resources nor outputs (or
 //     that has none) is not the instance's concern: nothing happens.
+//   - State the source holds where its backend no longer keeps it, but
+//     where plain terraform run in the source would stop to ask about
+//     migrating it (see leftStatePlaces), is refused like the backend's
+//     own while the instance has no state of its own, and AdoptState
+//     never takes it: it is for terraform to migrate.
 //   - An instance that adopted once owns its state: nothing is ever copied
 //     again.
 //   - Without adopt, an instance with no state of its own is refused with a
@@ -53,15 +62,22 @@ func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, di
 			files = append(files, StateFile{Path: sp, Resources: st.resourceCount(), Outputs: st.outputs})
 		}
 	}
-	if len(files) == 0 {
+	var left []StateFile
+	for _, p := range leftStatePlaces(source, b) {
+		sp := placeIn(source, p)
+		if st := readState(sp); st.recordsSomething() {
+			left = append(left, StateFile{Path: sp, Resources: st.resourceCount(), Outputs: st.outputs})
+		}
+	}
+	if len(files) == 0 && len(left) == 0 {
 		return nil
 	}
 	rec := readStateRecord(home)
 	if len(rec.Adopted) > 0 {
 		return nil // adopted once: the instance's state is its own from then on
 	}
-	serr := &SourceStateError{Stack: stack, Instance: instance, Source: source, Files: files}
-	if !adopt {
+	serr := &SourceStateError{Stack: stack, Instance: instance, Source: source, Files: files, Left: left}
+	if !adopt || len(left) > 0 {
 		if hasOwnState(dir, b, rec) {
 			return nil
 		}
@@ -133,4 +149,66 @@ func hasOwnState(dir string, b modtree.Backend, rec stateRecord) bool {
 		}
 	}
 	return false
+}
+
+// leftStatePlaces returns the places (as statePlaces names them) where the
+// source holds state its backend b does not use, but where plain
+// terraform, run in the source, would find it and stop to ask about
+// migrating it: terraform's default local places (terraform.tfstate and
+// terraform.tfstate.d/NAME/terraform.tfstate), which a first init with
+// another backend offers to copy into it; and the places of the local
+// backend that the source's own data dir (.terraform/terraform.tfstate,
+// written by plain terraform there) records, when the configuration now
+// names another (init says the backend changed). Only places inside the
+// source are returned: a path read from the record never leads the check
+// elsewhere.
+func leftStatePlaces(source string, b modtree.Backend) []string {
+	use := map[string]bool{}
+	for _, p := range statePlaces(source, b) {
+		use[path.Clean(p)] = true
+	}
+	var out []string
+	add := func(old modtree.Backend) {
+		for _, p := range statePlaces(source, old) {
+			if p = path.Clean(p); !use[p] && filepath.IsLocal(filepath.FromSlash(p)) && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	add(modtree.Backend{})
+	if old, ok := recordedBackend(source); ok {
+		add(old)
+	}
+	return out
+}
+
+// recordedBackend reads the local backend the source's own data dir
+// records (plain terraform's .terraform/terraform.tfstate): ok is false
+// when there is none, it is unreadable, or it records another type.
+func recordedBackend(source string) (modtree.Backend, bool) {
+	f, err := modtree.OpenRegular(filepath.Join(source, ".terraform", "terraform.tfstate"))
+	if err != nil {
+		return modtree.Backend{}, false
+	}
+	defer f.Close()
+	var rec struct {
+		Backend *struct {
+			Type   string `json:"type"`
+			Config struct {
+				Path         *string `json:"path"`
+				WorkspaceDir *string `json:"workspace_dir"`
+			} `json:"config"`
+		} `json:"backend"`
+	}
+	if json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&rec) != nil || rec.Backend == nil || rec.Backend.Type != "local" {
+		return modtree.Backend{}, false
+	}
+	old := modtree.Backend{Type: "local"}
+	if p := rec.Backend.Config.Path; p != nil {
+		old.Path = *p
+	}
+	if w := rec.Backend.Config.WorkspaceDir; w != nil {
+		old.WorkspaceDir = *w
+	}
+	return old, true
 }
