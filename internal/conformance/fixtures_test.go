@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,7 +77,8 @@ type plainRun struct {
 // -json of the saved plan, the timestamp and the two directories aside),
 // or both fail with the same first error, or the runner refuses the
 // fixture because the component holds its own state, naming that file
-// (issue 20's last "done when" clause). Fixtures whose init needs a
+// (issue 20's last "done when" clause); and the runner never wrote into
+// any component. Fixtures whose init needs a
 // download (a provider, a registry module) are counted and left out.
 func TestTerraformFixturesPlanLikePlainTerraform(t *testing.T) {
 	start := time.Now()
@@ -133,7 +133,7 @@ func TestTerraformFixturesPlanLikePlainTerraform(t *testing.T) {
 	)
 	require.NoError(t, err)
 	var units []runner.Unit
-	unitOf := map[string]int{}
+	fixtureOf := map[string]int{} // unit ID -> index in fixtures and plain
 	for i, f := range fixtures {
 		if plain[i].download {
 			continue
@@ -148,26 +148,28 @@ func TestTerraformFixturesPlanLikePlainTerraform(t *testing.T) {
 				"TF_IN_AUTOMATION":   "1",
 			},
 		}
-		unitOf[u.Workdir.Stack+"/"+u.Workdir.Instance] = i
+		u.ID = u.Workdir.Stack + "/" + u.Workdir.Instance
+		fixtureOf[u.ID] = i
 		units = append(units, u)
 	}
 	rep, err := r.Run(ctx, runner.SavePlan, units...)
 	require.NotNil(t, rep, "%v", err)
 	require.NoError(t, ctx.Err(), "the sweep ran out of time in the runner")
 
-	var compared, planned, refused, bothFailed, downloads int
-	var dataDirOnly atomic.Int32
+	var compared, planned, dataDirOnly, refused, bothFailed, downloads int
 	for i := range plain {
 		if plain[i].download {
 			downloads++
 		}
 	}
-	for _, res := range rep.Results {
-		i, ok := unitOf[res.Unit]
-		require.True(t, ok, "a result for unit %s, which was not run", res.Unit)
-		f, p, u := fixtures[i], plain[i], units[slices.IndexFunc(units, func(u runner.Unit) bool {
-			return u.Workdir.Stack+"/"+u.Workdir.Instance == res.Unit
-		})]
+	require.Len(t, rep.Results, len(units), "a result for every unit")
+	for j, res := range rep.Results {
+		u := units[j]
+		require.Equal(t, u.ID, res.Unit, "results in the order of the units")
+		i := fixtureOf[u.ID]
+		f, p := fixtures[i], plain[i]
+		// Whatever the runner did with it, the component was only read.
+		require.Equal(t, treeOf(t, f.dir), treeOf(t, u.Workdir.Source), "the runner wrote into the component %s", u.Workdir.Source)
 		var sse *workdir.SourceStateError
 		switch {
 		case errors.As(res.Err, &sse):
@@ -205,7 +207,7 @@ func TestTerraformFixturesPlanLikePlainTerraform(t *testing.T) {
 					fresh := filepath.Join(root, "fresh", fmt.Sprint(i), filepath.Base(f.dir))
 					want = runPlain(ctx, tf, env, f.dir, fresh, ".terraform")
 					require.Empty(t, want.failed, "plain terraform failed where the runner planned, also without the component's .terraform:\n%s\nwith it:\n%s", cut(want.failed), cut(p.failed))
-					dataDirOnly.Add(1)
+					dataDirOnly++
 				}
 				if w := normalize(t, want.doc, want.dir); w != got {
 					t.Fatalf("the runner planned otherwise than plain terraform; first difference:\n%s\nplain terraform's plan:\n%s\nthe runner's plan:\n%s",
@@ -219,14 +221,13 @@ func TestTerraformFixturesPlanLikePlainTerraform(t *testing.T) {
 				require.NotEmpty(t, p.failed, "the runner failed where plain terraform planned: %v\nthe unit's log: %s", res.Err, res.Log)
 				want := firstError(p.failed)
 				require.NotEmpty(t, want, "plain terraform failed without an error diagnostic:\n%s", cut(p.failed))
-				require.Contains(t, oneLine(fmt.Sprint(res.Err)), want,
+				require.Contains(t, oneLine(fmt.Sprint(res.Err)), oneLine(want),
 					"the runner failed with another error than plain terraform's:\n%s", cut(p.failed))
 			})
 		}
 	}
 	t.Logf("Terraform %s's fixtures: %d candidates, %d need a download (left out), %d compared (%d planned alike, %d of them once the component's own .terraform was set aside; %d failed alike), %d refused for the component's own state; %s",
-		version, len(fixtures), downloads, compared, planned, dataDirOnly.Load(), bothFailed, refused, time.Since(start).Round(time.Second))
-	require.Len(t, rep.Results, len(units), "a result for every unit")
+		version, len(fixtures), downloads, compared, planned, dataDirOnly, bothFailed, refused, time.Since(start).Round(time.Second))
 	require.GreaterOrEqual(t, compared, minCompared, "the sweep compared too few fixtures to prove anything")
 }
 
@@ -344,6 +345,27 @@ func copyTree(src, dst string, skip ...string) error {
 		}
 	}
 	return nil
+}
+
+// treeOf maps each file under dir to its content, and each dir to "/".
+func treeOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || d.IsDir() {
+			out[rel] = "/"
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[rel] = string(b)
+		return err
+	})
+	require.NoError(t, err)
+	return out
 }
 
 // runnerDir is where the runner ran terraform for u: its workdir's Dir,
