@@ -2,9 +2,10 @@
 // plain terraform on configurations this project did not write.
 //
 // TestTerraformFixturesPlanLikePlainTerraform sweeps the root modules of
-// Terraform's own fixtures (its command and end-to-end testdata, read from
-// the Go module cache at the version of the terraform binary under test;
-// nothing of Terraform is copied into this repository). Each fixture that
+// Terraform's own fixtures (its command, end-to-end, module installer and
+// config loader testdata, read from the Go module cache at the version of
+// the terraform binary under test; nothing of Terraform is copied into
+// this repository). Each fixture that
 // needs no download is planned on a copy of its own by plain terraform
 // (init, plan -out, show -json, with -input=false and a CLI config whose
 // only installation method is an empty mirror) and by the runner
@@ -18,8 +19,8 @@
 //     dir (.terraform, which an instance never reads) and the local state
 //     that data dir points at records nothing, the same document as plain
 //     terraform without that data dir;
-//   - or both fail, and the runner's error carries plain terraform's first
-//     error summary;
+//   - or both fail, and the runner's error carries the summary of every
+//     error diagnostic plain terraform printed;
 //   - or the runner refuses the fixture because the component holds local
 //     state of its own (workdir.ErrSourceState), naming each such file,
 //     which is in the component;
