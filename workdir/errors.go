@@ -216,11 +216,19 @@ func (e *SourceStateError) Error() string {
 		return b.String()
 	}
 	if len(e.Files) > 0 {
+		// A state of outputs only has nothing to create again; a plan
+		// without it still differs (plain terraform plans against them).
+		consequence := "it would plan without them"
+		for _, f := range e.Files {
+			if f.Resources != 0 {
+				consequence = "it would plan to create all of that again"
+			}
+		}
 		fmt.Fprintf(&b, "component source %s holds local state: %s; instance %s/%s has no state of its own, "+
-			"so it would plan to create all of that again. "+
+			"so %s. "+
 			"To make this one instance own that state, prepare it with Spec.AdoptState set (copied once into its workdir, then never again); "+
 			"if the state belongs to no instance run here, or another instance adopted it already, move it out of the component dir",
-			e.Source, strings.Join(names, ", "), e.Stack, e.Instance)
+			e.Source, strings.Join(names, ", "), e.Stack, e.Instance, consequence)
 	}
 	if len(e.Left) > 0 {
 		left := make([]string, len(e.Left))
