@@ -2,7 +2,7 @@ package workdir
 
 import (
 	"encoding/json"
-	"os"
+	"io"
 	"path/filepath"
 
 	"github.com/tfisolate/tfisolate/internal/modtree"
@@ -16,14 +16,17 @@ const backendRecord = "terraform.tfstate"
 // last init, with the settings it resolved: -backend-config values and
 // OpenTofu's early-evaluated variables ("path = "${var.env}.tfstate"")
 // included, which the configuration alone does not tell. ok is false when
-// no init has recorded a backend there (or the record does not parse:
-// then the configuration is all there is to go by).
+// no init has recorded a backend there (or the record is not a regular
+// file, or does not parse: then the configuration is all there is to go
+// by). A component source's own .terraform dir, where plain terraform
+// ran, is read the same way.
 func recordedBackend(dataDir string) (b modtree.Backend, ok bool) {
 	file := filepath.Join(dataDir, backendRecord)
-	data, err := os.ReadFile(file)
+	f, err := modtree.OpenRegular(file)
 	if err != nil {
 		return modtree.Backend{}, false
 	}
+	defer f.Close()
 	var rec struct {
 		Backend *struct {
 			Type   string `json:"type"`
@@ -33,7 +36,7 @@ func recordedBackend(dataDir string) (b modtree.Backend, ok bool) {
 			} `json:"config"`
 		} `json:"backend"`
 	}
-	if json.Unmarshal(data, &rec) != nil || rec.Backend == nil || rec.Backend.Type == "" {
+	if json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&rec) != nil || rec.Backend == nil || rec.Backend.Type == "" {
 		return modtree.Backend{}, false
 	}
 	b = modtree.Backend{Type: rec.Backend.Type, File: file}

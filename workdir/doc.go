@@ -109,16 +109,23 @@
 //     holding resources everywhere state is read (Remove, the source-state
 //     check, adoption).
 //   - A component's own state is never ignored: when the source holds
-//     state that records resources where the component's backend keeps it
-//     (the local backend's path, terraform.tfstate by default, and each
-//     workspace's file under its workspace_dir), Prepare refuses an
-//     instance that has no state of its own with a *SourceStateError
-//     (ErrSourceState) naming each file and its resource count. With
-//     Spec.AdoptState those files are copied once (atomically, 0600, under
-//     the instance lock; recorded in ROOT/ID/.tfisolate/state.json last),
+//     state that records resources or outputs where the component's
+//     backend keeps it (the local backend's path, terraform.tfstate by
+//     default, and each workspace's file under its workspace_dir),
+//     Prepare refuses an instance that has no state of its own with a
+//     *SourceStateError (ErrSourceState) naming each file and its
+//     resource (and output) count. With Spec.AdoptState those files are
+//     copied once (atomically, 0600, under the instance lock; recorded in
+//     ROOT/ID/.tfisolate/state.json last),
 //     and never again; adoption over instance state that records
-//     resources is refused, copying nothing. A source state without
-//     resources, an empty one, and state at an absolute path do not block.
+//     resources is refused, copying nothing. State the backend does not
+//     use but plain terraform in the component dir would stop to ask
+//     about migrating (terraform.tfstate and terraform.tfstate.d beside
+//     another backend; the state of the local backend the component's
+//     own .terraform records, when the configuration names another) is
+//     refused the same way (SourceStateError.Left) and never adopted. A
+//     source state with neither resources nor outputs, an empty one, and
+//     state at an absolute path do not block.
 //   - A state file the configuration only reads (a literal local path of a
 //     terraform_remote_state data source, in the component or its local
 //     modules, inside the component dir) is an input: it is copied and

@@ -32,11 +32,15 @@ var (
 
 	// ErrSourceState is wrapped by the error Prepare returns when the
 	// component source holds local state (for the backend the component
-	// uses) that records resources, and the instance has no state of its
-	// own: run as is, the instance would plan to create everything that
-	// state records a second time. It is also wrapped when Spec.AdoptState
-	// cannot adopt that state because the instance already has state
-	// with resources. Use errors.As with *SourceStateError for the files.
+	// uses) that records resources or outputs, and the instance has no
+	// state of its own: run as is, the instance would plan to create
+	// everything that state records a second time (and plan none of the
+	// output changes plain terraform plans against it). The same holds
+	// for such state where the backend does not keep it but plain
+	// terraform in the component dir would stop to ask about migrating
+	// it. It is also wrapped when Spec.AdoptState cannot adopt that state
+	// because the instance already has state with resources. Use
+	// errors.As with *SourceStateError for the files.
 	ErrSourceState = errors.New("component source holds local state")
 
 	// ErrStateDamaged is wrapped by the error Workdir.CheckState returns
@@ -158,16 +162,26 @@ type StateFile struct {
 	// tell (an OpenTofu encrypted state, a cut-off or unreadable file):
 	// such a state counts as holding resources.
 	Resources int
+	// Outputs is how many root module outputs it records (0 when
+	// Resources is -1): a state with outputs and no resources is still
+	// one a plan reads.
+	Outputs int
 }
 
+// String names the file and what it records; outputs are mentioned only
+// for a state without resources, where they are why it counts.
 func (f StateFile) String() string {
-	switch f.Resources {
-	case -1:
+	switch {
+	case f.Resources == -1:
 		return f.Path + " (resources unknown: encrypted or unreadable, counted as holding resources)"
-	case 1:
+	case f.Resources == 1:
 		return f.Path + " (1 resource)"
+	case f.Resources > 0:
+		return fmt.Sprintf("%s (%d resources)", f.Path, f.Resources)
+	case f.Outputs == 1:
+		return f.Path + " (0 resources, 1 output)"
 	}
-	return fmt.Sprintf("%s (%d resources)", f.Path, f.Resources)
+	return fmt.Sprintf("%s (0 resources, %d outputs)", f.Path, f.Outputs)
 }
 
 // SourceStateError is returned by Prepare when the component source holds
@@ -176,7 +190,14 @@ func (f StateFile) String() string {
 type SourceStateError struct {
 	Stack, Instance string
 	Source          string      // the component dir
-	Files           []StateFile // the source's state files that record resources
+	Files           []StateFile // the source's state files that record resources or outputs
+	// Left are the source's state files, recording resources or outputs,
+	// at places its backend does not use, where plain terraform run in
+	// the component dir would stop to ask about migrating them: the
+	// default terraform.tfstate(.d) beside another backend, or the state
+	// of the local backend the component's own .terraform records.
+	// AdoptState never takes them.
+	Left []StateFile
 	// Blocking is set when Spec.AdoptState was given but the instance
 	// already has state with resources there: nothing was adopted.
 	Blocking *StateFile
@@ -194,11 +215,34 @@ func (e *SourceStateError) Error() string {
 			strings.Join(names, ", "), e.Stack, e.Instance, e.Blocking)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "component source %s holds local state: %s; instance %s/%s has no state of its own, "+
-		"so it would plan to create all of that again. "+
-		"To make this one instance own that state, prepare it with Spec.AdoptState set (copied once into its workdir, then never again); "+
-		"if the state belongs to no instance run here, or another instance adopted it already, move it out of the component dir",
-		e.Source, strings.Join(names, ", "), e.Stack, e.Instance)
+	if len(e.Files) > 0 {
+		// A state of outputs only has nothing to create again; a plan
+		// without it still differs (plain terraform plans against them).
+		consequence := "it would plan without them"
+		for _, f := range e.Files {
+			if f.Resources != 0 {
+				consequence = "it would plan to create all of that again"
+			}
+		}
+		fmt.Fprintf(&b, "component source %s holds local state: %s; instance %s/%s has no state of its own, "+
+			"so %s. "+
+			"To make this one instance own that state, prepare it with Spec.AdoptState set (copied once into its workdir, then never again); "+
+			"if the state belongs to no instance run here, or another instance adopted it already, move it out of the component dir",
+			e.Source, strings.Join(names, ", "), e.Stack, e.Instance, consequence)
+	}
+	if len(e.Left) > 0 {
+		left := make([]string, len(e.Left))
+		for i, f := range e.Left {
+			left[i] = f.String()
+		}
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "component source %s holds local state its backend does not use: %s; plain terraform in that dir would stop to ask about migrating it, "+
+			"and instance %s/%s, with no state of its own, would plan without it. "+
+			"Migrate it there with plain terraform (terraform init -migrate-state), or move it out of the component dir if it records nothing real; Spec.AdoptState does not take it",
+			e.Source, strings.Join(left, ", "), e.Stack, e.Instance)
+	}
 	return b.String()
 }
 

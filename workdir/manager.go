@@ -273,10 +273,11 @@ func (m *Manager) checkRoot(given, source string) error {
 // invalid Prepare returns an error wrapping ErrInvalid and writes nothing;
 // when the lock is not acquired before ctx ends it returns a *LockedError.
 //
-// When the component source holds local state that records resources for
-// the backend the component uses, and the instance has no state of its
-// own, Prepare returns a *SourceStateError (wrapping ErrSourceState)
-// naming the files and how many resources each records, unless
+// When the component source holds local state that records resources or
+// outputs for the backend the component uses, and the instance has no
+// state of its own, Prepare returns a *SourceStateError (wrapping
+// ErrSourceState) naming the files and how many resources (and outputs)
+// each records, unless
 // s.AdoptState asks to adopt that state into this instance (see Spec). A
 // state file the configuration only reads (a local
 // terraform_remote_state path inside the component) is an input: it is

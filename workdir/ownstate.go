@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
@@ -19,8 +21,13 @@ import (
 // source. dir is the component in the instance's workdir and b its
 // backend, generated files included. The caller holds the instance lock.
 //
-//   - A source whose state files record no resources (or that has none) is
-//     not the instance's concern: nothing happens.
+//   - A source whose state files record neither resources nor outputs (or
+//     that has none) is not the instance's concern: nothing happens.
+//   - State the source holds where its backend no longer keeps it, but
+//     where plain terraform run in the source would stop to ask about
+//     migrating it (see leftStatePlaces), is refused like the backend's
+//     own while the instance has no state of its own, and AdoptState
+//     never takes it: it is for terraform to migrate.
 //   - An instance that adopted once owns its state: nothing is ever copied
 //     again.
 //   - Without adopt, an instance with no state of its own is refused with a
@@ -49,19 +56,26 @@ func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, di
 			continue
 		}
 		all = append(all, found{place: p, path: sp, data: data, st: st})
-		if st.mayHoldResources() {
-			files = append(files, StateFile{Path: sp, Resources: st.resourceCount()})
+		if st.recordsSomething() {
+			files = append(files, StateFile{Path: sp, Resources: st.resourceCount(), Outputs: st.outputs})
 		}
 	}
-	if len(files) == 0 {
+	var left []StateFile
+	for _, p := range leftStatePlaces(source, b) {
+		sp := placeIn(source, p)
+		if st := readState(sp); st.recordsSomething() {
+			left = append(left, StateFile{Path: sp, Resources: st.resourceCount(), Outputs: st.outputs})
+		}
+	}
+	if len(files) == 0 && len(left) == 0 {
 		return nil
 	}
 	rec := readStateRecord(home)
 	if len(rec.Adopted) > 0 {
 		return nil // adopted once: the instance's state is its own from then on
 	}
-	serr := &SourceStateError{Stack: stack, Instance: instance, Source: source, Files: files}
-	if !adopt {
+	serr := &SourceStateError{Stack: stack, Instance: instance, Source: source, Files: files, Left: left}
+	if !adopt || len(left) > 0 {
 		if hasOwnState(dir, b, rec) {
 			return nil
 		}
@@ -81,7 +95,7 @@ func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, di
 		switch {
 		case own.exists && !own.empty() && own.lineage != "" && own.lineage == f.st.lineage:
 			// Copied by an adoption killed before it was recorded.
-		case own.exists && !own.empty() && !f.st.mayHoldResources():
+		case own.exists && !own.empty() && !f.st.recordsSomething():
 			continue // nothing to adopt there; the instance's own file stays
 		case own.mayHoldResources():
 			serr.Blocking = &StateFile{Path: dst, Resources: own.resourceCount()}
@@ -133,4 +147,35 @@ func hasOwnState(dir string, b modtree.Backend, rec stateRecord) bool {
 		}
 	}
 	return false
+}
+
+// leftStatePlaces returns the places (as statePlaces names them) where the
+// source holds state its backend b does not use, but where plain
+// terraform, run in the source, would find it and stop to ask about
+// migrating it: terraform's default local places (terraform.tfstate and
+// terraform.tfstate.d/NAME/terraform.tfstate), which a first init with
+// another backend offers to copy into it; and the places of the local
+// backend that the source's own data dir (.terraform/terraform.tfstate,
+// written by plain terraform there) records, when the configuration now
+// names another (init says the backend changed). Only places inside the
+// source are returned: a path read from the record never leads the check
+// elsewhere.
+func leftStatePlaces(source string, b modtree.Backend) []string {
+	use := map[string]bool{}
+	for _, p := range statePlaces(source, b) {
+		use[path.Clean(p)] = true
+	}
+	var out []string
+	add := func(old modtree.Backend) {
+		for _, p := range statePlaces(source, old) {
+			if p = path.Clean(p); !use[p] && filepath.IsLocal(filepath.FromSlash(p)) && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	add(modtree.Backend{})
+	if old, ok := recordedBackend(filepath.Join(source, ".terraform")); ok && old.Type == "local" {
+		add(old)
+	}
+	return out
 }

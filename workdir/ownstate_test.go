@@ -18,14 +18,17 @@ import (
 const (
 	stateWith2   = `{"version":4,"serial":3,"lineage":"src-lineage","resources":[{"mode":"managed","type":"terraform_data","name":"a"},{"mode":"managed","type":"terraform_data","name":"b"}]}`
 	stateWith0   = `{"version":4,"serial":1,"lineage":"src-lineage","resources":[]}`
+	stateOutputs = `{"version":4,"serial":2,"lineage":"src-lineage","outputs":{"foo":{"type":"string","value":"bar"}},"resources":[]}`
 	encState     = `{"serial":1,"lineage":"enc-lineage","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"AAAA","encryption_version":"v0"}`
 	ownStateWith = `{"version":4,"serial":9,"lineage":"own-lineage","resources":[{"mode":"managed","type":"terraform_data","name":"own"}]}`
 )
 
 // A component source holding state with resources for the backend it uses
 // is refused, naming the file and its resource count, while the instance
-// has no state of its own; a source state without resources, or one the
-// backend does not use, is not.
+// has no state of its own; so is one that records only outputs (plain
+// terraform plans their deletion from it: found by the sweep of
+// Terraform's fixtures, internal/conformance); a source state that
+// records nothing, or one the backend does not use, is not.
 func TestSourceStateRefusedUntilAdopted(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -40,14 +43,17 @@ func TestSourceStateRefusedUntilAdopted(t *testing.T) {
 }`, "state/current.json": stateWith2}, "state/current.json", "(2 resources)"},
 		{"encrypted", map[string]string{"terraform.tfstate": encState}, "terraform.tfstate", "(resources unknown"},
 		{"cut off", map[string]string{"terraform.tfstate": stateWith2[:40]}, "terraform.tfstate", "(resources unknown"},
+		{"outputs only", map[string]string{"terraform.tfstate": stateOutputs}, "terraform.tfstate", "(0 resources, 1 output)"},
 		{"no resources", map[string]string{"terraform.tfstate": stateWith0}, "", ""},
 		{"empty", map[string]string{"terraform.tfstate": ""}, "", ""},
+		// Terraform's default places beside another backend are refused
+		// too (TestLeftStateRefused); a file no terraform reads is not.
 		{"not the backend's", map[string]string{"backend.tf": `terraform {
   backend "local" { path = "state/current.json" }
-}`, "terraform.tfstate": stateWith2, "prod.tfstate": stateWith2}, "", ""},
+}`, "prod.tfstate": stateWith2}, "", ""},
 		{"remote backend", map[string]string{"backend.tf": `terraform {
   backend "s3" {}
-}`, "terraform.tfstate": stateWith2}, "", ""},
+}`, "prod.tfstate": stateWith2}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := t.TempDir()
@@ -135,6 +141,104 @@ func TestAdoptStateOnce(t *testing.T) {
 	w = prepare(t, m, other)
 	require.Equal(t, ownStateWith, readFileString(t, own), "the instance runs on its own state")
 	require.NoError(t, w.Close())
+}
+
+// recordedLocal is plain terraform's record of a local backend with path
+// p in a component's .terraform/terraform.tfstate (its format: version 3
+// with a backend section); the hash matches no configuration, so plain
+// terraform always finds the backend changed.
+func recordedLocal(p string) string {
+	return `{"version":3,"serial":0,"lineage":"rec","backend":{"type":"local","config":{"path":"` + p +
+		`","workspace_dir":null},"hash":1},"modules":[{"path":["root"],"outputs":{},"resources":{},"depends_on":[]}]}`
+}
+
+// State the component's backend does not use, but that plain terraform
+// run in the component dir would stop to ask about migrating, is refused
+// as well, naming the file, and AdoptState never takes it: terraform's
+// default terraform.tfstate(.d) beside another backend, and the state of
+// the local backend the component's own .terraform records when the
+// configuration names another (found by the sweep of Terraform's
+// fixtures, internal/conformance). Real plain terraform, on a copy of
+// each refused source, stops too. Left state that records nothing, a
+// recorded backend still in use, and a record naming a path outside the
+// component are no reason to refuse.
+func TestLeftStateRefused(t *testing.T) {
+	pathBackend := func(p string) string {
+		return "terraform {\n  backend \"local\" { path = \"" + p + "\" }\n}"
+	}
+	for _, tc := range []struct {
+		name    string
+		files   map[string]string
+		refused string // the left file named, "" when not refused
+		plain   bool   // run plain terraform init on a copy: it must fail
+	}{
+		{"default beside a remote backend", map[string]string{"backend.tf": `terraform {
+  backend "s3" {}
+}`, "terraform.tfstate": stateWith2}, "terraform.tfstate", false},
+		{"default beside a path backend", map[string]string{"backend.tf": pathBackend("state/current.json"),
+			"terraform.tfstate": stateOutputs}, "terraform.tfstate", true},
+		{"workspace beside a workspace_dir", map[string]string{"backend.tf": `terraform {
+  backend "local" { workspace_dir = "envs" }
+}`, "terraform.tfstate.d/blue/terraform.tfstate": stateOutputs}, "terraform.tfstate.d/blue/terraform.tfstate", true},
+		{"recorded backend changed", map[string]string{"backend.tf": pathBackend("new.tfstate"),
+			".terraform/terraform.tfstate": recordedLocal("old.tfstate"), "old.tfstate": stateWith2}, "old.tfstate", true},
+		{"recorded backend unset", map[string]string{
+			".terraform/terraform.tfstate": recordedLocal("old.tfstate"), "old.tfstate": stateOutputs}, "old.tfstate", true},
+		{"recorded backend in use", map[string]string{"backend.tf": pathBackend("cur.tfstate"),
+			".terraform/terraform.tfstate": recordedLocal("cur.tfstate"), "cur.tfstate": stateWith0}, "", false},
+		{"recorded state records nothing", map[string]string{"backend.tf": pathBackend("new.tfstate"),
+			".terraform/terraform.tfstate": recordedLocal("old.tfstate"), "old.tfstate": stateWith0}, "", false},
+		{"recorded path outside", map[string]string{"backend.tf": pathBackend("new.tfstate"),
+			".terraform/terraform.tfstate": recordedLocal("../outside.tfstate")}, "", false},
+		{"default records nothing", map[string]string{"backend.tf": `terraform {
+  backend "s3" {}
+}`, "terraform.tfstate": stateWith0}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			src := filepath.Join(base, "c")
+			testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "a" {}`})
+			testenv.WriteTree(t, src, tc.files)
+			testenv.WriteTree(t, base, map[string]string{"outside.tfstate": stateWith2})
+			m := newManager(t)
+			s := Spec{Stack: "s", Instance: "i", Source: src}
+			w, err := m.Prepare(context.Background(), s)
+			if tc.refused == "" {
+				require.NoError(t, err)
+				require.NoError(t, w.Close())
+				return
+			}
+			var se *SourceStateError
+			require.ErrorAs(t, err, &se)
+			require.ErrorIs(t, err, ErrSourceState)
+			file := filepath.Join(src, filepath.FromSlash(tc.refused))
+			require.Empty(t, se.Files)
+			require.Len(t, se.Left, 1)
+			require.Equal(t, file, se.Left[0].Path)
+			require.Contains(t, err.Error(), file+" (")
+			require.Contains(t, err.Error(), "terraform init -migrate-state")
+
+			// Adoption does not take it: refused again, nothing copied.
+			s.AdoptState = true
+			_, err = m.Prepare(context.Background(), s)
+			require.ErrorIs(t, err, ErrSourceState)
+			home, err := m.Home("s", "i")
+			require.NoError(t, err)
+			require.NoFileExists(t, filepath.Join(home, metaDir, stateRecordFile))
+			require.NoFileExists(t, filepath.Join(home, srcDir, filepath.FromSlash(tc.refused)))
+
+			if tc.plain {
+				bin, env := tfEnv(t)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				cp := filepath.Join(t.TempDir(), "c")
+				require.NoError(t, os.CopyFS(cp, os.DirFS(src)))
+				code, out := plainTerraform(t, ctx, bin, cp, env, "init", "-input=false", "-no-color")
+				require.NotZero(t, code, "plain terraform stops at that state too:\n%s", out)
+				require.Regexp(t, `migrat|Backend configuration changed`, out)
+			}
+		})
+	}
 }
 
 func readFileString(t *testing.T, p string) string {

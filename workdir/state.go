@@ -32,6 +32,7 @@ type stateFile struct {
 	lineage   string
 	serial    uint64
 	resources int // number of resources; meaningful only when known
+	outputs   int // number of root module outputs; meaningful only when known
 	// known is set when resources could be counted: a complete plain
 	// state. An encrypted, cut-off or unreadable state holds resources
 	// as far as the SDK knows.
@@ -47,6 +48,14 @@ func (s stateFile) mayHoldResources() bool {
 		return false
 	}
 	return !s.known || s.resources > 0
+}
+
+// recordsSomething reports whether a plan against the file would see
+// anything in it: it may hold resources, or it records root module
+// outputs (plain terraform plans their deletion or keeps them; a plan
+// against no state at all does neither).
+func (s stateFile) recordsSomething() bool {
+	return s.mayHoldResources() || (s.known && s.outputs > 0)
 }
 
 // empty reports a file with nothing in it but whitespace: what the local
@@ -112,11 +121,12 @@ func parseState(b []byte) stateFile {
 		return s
 	}
 	var doc struct {
-		Version       *json.Number      `json:"version"`
-		Lineage       string            `json:"lineage"`
-		Serial        uint64            `json:"serial"`
-		Resources     []json.RawMessage `json:"resources"`
-		EncryptedData json.RawMessage   `json:"encrypted_data"`
+		Version       *json.Number               `json:"version"`
+		Lineage       string                     `json:"lineage"`
+		Serial        uint64                     `json:"serial"`
+		Resources     []json.RawMessage          `json:"resources"`
+		Outputs       map[string]json.RawMessage `json:"outputs"`
+		EncryptedData json.RawMessage            `json:"encrypted_data"`
 	}
 	if json.Unmarshal(b, &doc) != nil {
 		return s
@@ -130,7 +140,7 @@ func parseState(b []byte) stateFile {
 		// counted here: they hold resources as far as the SDK knows.
 		s.complete = true
 		if v, err := doc.Version.Int64(); err == nil && v >= 4 {
-			s.known, s.resources = true, len(doc.Resources)
+			s.known, s.resources, s.outputs = true, len(doc.Resources), len(doc.Outputs)
 		}
 	}
 	return s

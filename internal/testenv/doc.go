@@ -1,6 +1,7 @@
 // Package testenv holds helpers shared by the SDK's tests: finding
-// terraform, building OpenTofu, running a scenario under both engines, and
-// giving the engine an environment that never reaches outside this machine.
+// terraform, building OpenTofu, fetching another project's Go module
+// (ModuleDir), running a scenario under both engines, and giving the
+// engine an environment that never reaches outside this machine.
 //
 // Guarantees: a test that needs an engine either gets a path to a working
 // binary or is skipped with a message saying why and how to get one, except

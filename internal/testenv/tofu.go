@@ -126,7 +126,7 @@ func buildTofu(ctx context.Context, dir string, onBuild func(tmp string)) (strin
 	if err != nil {
 		return "", fmt.Errorf("build OpenTofu: %w", err)
 	}
-	modDir, err := downloadModule(ctx, goBin, tmp)
+	modDir, err := downloadModule(ctx, goBin, tmp, tofuModule, TofuVersion)
 	if err != nil {
 		return "", fmt.Errorf("build OpenTofu: %w", err)
 	}
@@ -158,10 +158,27 @@ func buildTofu(ctx context.Context, dir string, onBuild func(tmp string)) (strin
 	return final, nil
 }
 
-// downloadModule fetches OpenTofu's module through the module proxy (or
-// finds it in the module cache) and returns its directory.
-func downloadModule(ctx context.Context, goBin, workDir string) (string, error) {
-	cmd := exec.CommandContext(ctx, goBin, "mod", "download", "-json", tofuModule+"@v"+TofuVersion)
+// ModuleDir returns the directory of the Go module path at version
+// ("1.11.4", no "v") in the module cache, fetched through the module
+// proxy first when the cache lacks it (tests read another project's
+// source there, never copying it into this repo). ctx bounds the fetch.
+func ModuleDir(ctx context.Context, path, version string) (string, error) {
+	goBin, err := goTool()
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp("", "tfisolate-moddl-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	return downloadModule(ctx, goBin, tmp, path, version)
+}
+
+// downloadModule fetches module path@v<version> through the module proxy
+// (or finds it in the module cache) and returns its directory.
+func downloadModule(ctx context.Context, goBin, workDir, path, version string) (string, error) {
+	cmd := exec.CommandContext(ctx, goBin, "mod", "download", "-json", path+"@v"+version)
 	// Outside any module, so no go.mod or go.sum of ours is touched.
 	cmd.Dir = workDir
 	cmd.Env = goEnv()
@@ -171,7 +188,7 @@ func downloadModule(ctx context.Context, goBin, workDir string) (string, error) 
 	runErr := cmd.Run()
 	var mod struct{ Dir, Error string }
 	if err := json.Unmarshal(stdout.Bytes(), &mod); err != nil || mod.Error != "" || mod.Dir == "" || runErr != nil {
-		return "", fmt.Errorf("go mod download %s@v%s: %v %s\n%s%s", tofuModule, TofuVersion, runErr, mod.Error, stdout.String(), stderr.String())
+		return "", fmt.Errorf("go mod download %s@v%s: %v %s\n%s%s", path, version, runErr, mod.Error, stdout.String(), stderr.String())
 	}
 	return mod.Dir, nil
 }
