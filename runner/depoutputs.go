@@ -21,7 +21,7 @@ import (
 // outputsInOrder reports whether cmd, run in dependency order, leaves
 // each unit's outputs in its Result before its dependents start.
 func (rs *runState) outputsInOrder() bool {
-	if rs.cmd.reverse || rs.cfg.ignoreOrder {
+	if rs.cmd.reverse || rs.opts.ignoreOrder {
 		return false
 	}
 	switch rs.cmd.kind {
@@ -70,7 +70,7 @@ func (r *Runner) readDependencyOutputs(ctx context.Context, rs *runState, sel []
 	if !need {
 		return nil
 	}
-	pre, err := r.newRunState(Output, rs.eng, rs.units, rs.g)
+	pre, err := r.newRunState(Output, rs.opts, rs.eng, rs.units, rs.g)
 	if err != nil {
 		return fmt.Errorf("read the outputs dependencies give to Generate: %w", err)
 	}

@@ -18,6 +18,24 @@
 // nothing runs on invalid input and the error wraps a sentinel from
 // errors.go naming the culprit. Order is the dry run.
 //
+// # The Runner and a Run
+//
+// The split is net/http's Client and Request. A Runner (New, Options)
+// holds what lives as long as the process: the workdirs, the plugin
+// cache, the module store, the engine, the logger, retry and lock
+// patience. What a host chooses for one Run is a RunOption given to
+// RunWith: filters (WithFilter, WithExclude), an exact set of units
+// (WithIDs) and their dependents (WithDependents), the shard, a Stop,
+// WithSkipUnchanged, the log dir, the events callback, the failure policy
+// (WithFailFast, WithIgnoreErrors, WithIgnoreDependencyOrder) and the
+// parallelism. Every RunOption is also an Option: given to New it is the
+// default of every Run, and Run(ctx, cmd, units...) is RunWith with the
+// defaults alone. A choice given to RunWith wins over New's; its filter
+// patterns replace New's instead of adding to them. A Stop given to
+// RunWith ends only that Run, one given to New every Run of the Runner,
+// later ones too. Runs share nothing a host chose: two Runs at once with
+// different choices never see each other's.
+//
 // # The queue
 //
 // A unit starts as soon as every unit it depends on has succeeded (destroy

@@ -23,6 +23,7 @@ import (
 // runState is what the units of one Run share.
 type runState struct {
 	cfg   *config
+	opts  *runConfig // this Run's choices
 	cmd   Command
 	eng   engine.Info
 	units []Unit
@@ -61,7 +62,7 @@ const (
 	runDirLock   = ".lock"
 )
 
-func (r *Runner) newRunState(cmd Command, eng engine.Info, units []Unit, g *queue.Graph) (*runState, error) {
+func (r *Runner) newRunState(cmd Command, rc *runConfig, eng engine.Info, units []Unit, g *queue.Graph) (*runState, error) {
 	sweepRunDirs(r.cfg.logger)
 	tmp, err := os.MkdirTemp("", runDirPrefix)
 	if err != nil {
@@ -71,13 +72,13 @@ func (r *Runner) newRunState(cmd Command, eng engine.Info, units []Unit, g *queu
 	if err := lk.Lock(); err != nil {
 		return nil, errors.Join(fmt.Errorf("lock run dir: %w", err), os.RemoveAll(tmp))
 	}
-	rs := &runState{cfg: &r.cfg, cmd: cmd, eng: eng, units: units, g: g, tmp: tmp, tmpLock: lk,
-		results: make([]Result, len(units)), em: &emitter{fn: r.cfg.events, engine: publicEngine(eng)}}
+	rs := &runState{cfg: &r.cfg, opts: rc, cmd: cmd, eng: eng, units: units, g: g, tmp: tmp, tmpLock: lk,
+		results: make([]Result, len(units)), em: &emitter{fn: rc.events, engine: publicEngine(eng)}}
 	if r.cfg.output != nil {
 		rs.out = &combined{w: r.cfg.output}
 	}
-	if r.cfg.stop != nil {
-		rs.kill = r.cfg.stop.Killing()
+	if rc.stop != nil {
+		rs.kill = rc.stop.Killing()
 	}
 	if rs.modStore, err = r.cfg.openModuleStore(); err != nil {
 		rs.close()
@@ -154,7 +155,7 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var drain <-chan struct{}
-	if s := rs.cfg.stop; s != nil {
+	if s := rs.opts.stop; s != nil {
 		drain = s.Draining()
 		watcher.Add(1)
 		go func() {
@@ -166,7 +167,7 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 			}
 		}()
 	}
-	policy := rs.cfg.policy(rs.cmd)
+	policy := rs.opts.policy(rs.cmd)
 	if rs.ordered {
 		policy.IgnoreOrder = false
 	}
@@ -227,7 +228,7 @@ func status(s queue.Status) Status {
 // its outputs are those the Run read before the command (depOutputs).
 func (rs *runState) depResults(i int) map[string]Result {
 	out := map[string]Result{}
-	inOrder := !rs.cmd.reverse && (!rs.cfg.ignoreOrder || rs.ordered)
+	inOrder := !rs.cmd.reverse && (!rs.opts.ignoreOrder || rs.ordered)
 	for _, d := range rs.g.Deps(i) {
 		pre, read := rs.depOutputs[d]
 		ran := inOrder && (rs.results[d].Started || rs.results[d].Status != Queued)
