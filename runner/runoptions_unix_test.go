@@ -16,9 +16,6 @@ import (
 	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
-// plainComponent needs no provider: it runs fast under any engine.
-const plainComponent = `output "o" { value = "ok" }`
-
 // failingGenerate fails its unit once ready is closed (nil: at once).
 func failingGenerate(ready <-chan struct{}) func(context.Context, map[string]Result) (map[string][]byte, error) {
 	return func(ctx context.Context, _ map[string]Result) (map[string][]byte, error) {
