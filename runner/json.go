@@ -147,6 +147,8 @@ type jsonOutputValue struct {
 // error, state_lock, recovered_locks, crashed_runs, instance_lock,
 // summary, plan, outputs, data and log are left out when empty (and
 // engine_pid, engine_output, waited_seconds and killed in a crashed run).
+// status is "succeeded", "failed", "skipped" (never started; error names
+// why) or "canceled" (started, then interrupted); see Status.
 func (r Result) MarshalJSON() ([]byte, error) {
 	j := jsonResult{
 		Unit: r.Unit, Status: r.Status, Error: errString(r.Err), Started: r.Started,

@@ -36,9 +36,11 @@ type Result struct {
 	Unit   string
 	Status Status
 	Err    error
-	// Started is false for a unit that never began (skipped after a
-	// failed dependency, stopped by fail-fast, by a Stop or by the
-	// context before its turn).
+	// Started is false for a unit that never began; such a unit is
+	// always Skipped, its error wrapping ErrSkipped and the cause: a
+	// failed dependency (ErrDependencyFailed), fail-fast (ErrFailFast),
+	// a Stop (ErrStopped) or the Run's context (its cause, e.g.
+	// context.Canceled).
 	Started  bool
 	Duration time.Duration
 	// LockWait is the time spent waiting for locks held by others: the
@@ -224,10 +226,12 @@ type Report struct {
 	Duration time.Duration
 }
 
-// Err joins the errors of the units that failed or were canceled, and,
-// when a Stop kept units from starting, one error wrapping ErrStopped
-// that names them; nil when all went through. Units skipped because a
-// dependency failed are left out: their cause is already in it.
+// Err joins the errors of the units that failed or were canceled, of
+// those the Run's context kept from starting (each wraps the context's
+// cause), and, when a Stop kept units from starting, one error wrapping
+// ErrStopped that names them; nil when all went through. Units skipped
+// because a dependency failed or by fail-fast are left out: their cause
+// is already in it.
 func (r *Report) Err() error {
 	if r == nil {
 		return nil
@@ -240,6 +244,8 @@ func (r *Report) Err() error {
 			errs = append(errs, fmt.Errorf("unit %s: %w", res.Unit, res.Err))
 		case res.Status == Skipped && errors.Is(res.Err, ErrStopped):
 			stopped = append(stopped, res.Unit)
+		case res.Status == Skipped && !errors.Is(res.Err, ErrDependencyFailed) && !errors.Is(res.Err, ErrFailFast):
+			errs = append(errs, fmt.Errorf("unit %s: %w", res.Unit, res.Err))
 		}
 	}
 	if len(stopped) > 0 {

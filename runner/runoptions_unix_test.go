@@ -4,6 +4,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -211,4 +212,48 @@ func TestStopEndsOnlyItsRun(t *testing.T) {
 	rep, err = r.Run(testCtx(t), Apply, units...)
 	require.NoError(t, err)
 	require.Equal(t, Succeeded, rep.Results[0].Status)
+}
+
+// TestNeverStartedIsSkipped: when the Run's context ends, the unit that
+// was running is Canceled and the one that never started is Skipped (not
+// Canceled), its error wrapping ErrSkipped and the context's cause, in
+// the report, its event and its JSON form (issue 17 item 12).
+func TestNeverStartedIsSkipped(t *testing.T) {
+	w := newWorld(t)
+	gated := w.component(t, "gated", gatedComponent)
+	plain := w.component(t, "plain", plainComponent)
+	g := newGate(t, filepath.Join(w.dir, "gate"))
+	started := g.started(t)
+	units := []Unit{
+		{ID: "s/a", Workdir: workdirSpec("s", "a", gated, files(t, map[string]any{"gate": g.dir}, filepath.Join(w.dir, "a.tfstate")))},
+		{ID: "s/b", Workdir: workdirSpec("s", "b", plain, nil)},
+	}
+	rec := &recorder{}
+	r := w.runner(t, WithInterruptGrace(20*time.Second))
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	done := make(chan runOutcome, 1)
+	go func() {
+		rep, err := r.RunWith(ctx, Apply, units, WithParallelism(1), WithEvents(rec.add))
+		done <- runOutcome{rep, err}
+	}()
+	waitFor(t, done, started)
+	cancel()
+	o := waitDone(t, done, "the cancel")
+	require.ErrorIs(t, o.err, context.Canceled)
+	a, _ := o.rep.Result("s/a")
+	require.Equal(t, Canceled, a.Status, "%v", a.Err)
+	require.True(t, a.Started)
+	b, _ := o.rep.Result("s/b")
+	require.Equal(t, Skipped, b.Status, "%v", b.Err)
+	require.False(t, b.Started)
+	require.ErrorIs(t, b.Err, ErrSkipped)
+	require.ErrorIs(t, b.Err, context.Canceled)
+	require.ErrorContains(t, o.err, "unit s/b:", "the report's error names the unit that never started")
+	require.Equal(t, Skipped, rec.event("s/b", PhaseDone).Status)
+	js, err := json.Marshal(b)
+	require.NoError(t, err)
+	require.Contains(t, string(js), `"status":"skipped"`)
+	require.Contains(t, string(js), `"started":false`)
+	require.Equal(t, []string{"s/b"}, o.rep.NotStarted())
 }

@@ -181,7 +181,7 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 		},
 		func(i int, o queue.Outcome) {
 			res := &rs.results[i]
-			res.Status, res.Err, res.Started = status(o.Status), o.Err, o.Started
+			res.Status, res.Err, res.Started = outcome(o)
 			rs.em.emit(Event{Unit: res.Unit, Phase: PhaseDone, Status: res.Status, Err: res.Err})
 		})
 	out := make([]Result, 0, len(rs.units))
@@ -205,6 +205,19 @@ func (rs *runState) runUnitSafely(ctx context.Context, i int) (res Result, err e
 		}
 	}()
 	return rs.runUnit(ctx, i)
+}
+
+// outcome turns the queue's outcome into a Result's status, error and
+// Started. A unit that never started is Skipped whatever kept it from
+// starting, with the cause in its error (which wraps ErrSkipped): a failed
+// dependency, fail-fast, a Stop, or the Run's context ending (the queue
+// calls that last one Canceled; Canceled is kept for a unit that started
+// and was interrupted).
+func outcome(o queue.Outcome) (Status, error, bool) {
+	if !o.Started && o.Status == queue.Canceled {
+		return Skipped, fmt.Errorf("%w: %w", ErrSkipped, o.Err), false
+	}
+	return status(o.Status), o.Err, o.Started
 }
 
 func status(s queue.Status) Status {
