@@ -235,6 +235,7 @@ type jsonReport struct {
 	Duration float64        `json:"duration_seconds"`
 	Counts   map[string]int `json:"counts"`
 	Results  []Result       `json:"results"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 type jsonEngine struct {
@@ -249,11 +250,12 @@ type jsonEngine struct {
 //	 "engine": {"kind": "terraform", "version": "1.11.4", "path": "/usr/bin/terraform"},
 //	 "duration_seconds": 42.1,
 //	 "counts": {"succeeded": 11, "failed": 1},
-//	 "results": [ ...each Result's form... ]}
+//	 "results": [ ...each Result's form... ],
+//	 "warnings": ["your CLI config: ..."]}
 //
-// counts holds every status that occurs.
+// counts holds every status that occurs; warnings is left out when empty.
 func (r Report) MarshalJSON() ([]byte, error) {
-	j := jsonReport{Command: r.Command, Engine: jsonEngine(r.Engine), Duration: r.Duration.Seconds(), Counts: map[string]int{}, Results: r.Results}
+	j := jsonReport{Command: r.Command, Engine: jsonEngine(r.Engine), Duration: r.Duration.Seconds(), Counts: map[string]int{}, Results: r.Results, Warnings: r.Warnings}
 	if j.Results == nil {
 		j.Results = []Result{}
 	}
@@ -269,7 +271,7 @@ func (r *Report) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*r = Report{Command: j.Command, Engine: Engine(j.Engine), Duration: seconds(j.Duration), Results: j.Results}
+	*r = Report{Command: j.Command, Engine: Engine(j.Engine), Duration: seconds(j.Duration), Results: j.Results, Warnings: j.Warnings}
 	return nil
 }
 

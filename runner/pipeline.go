@@ -149,6 +149,8 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 		if x.user, x.userDigest, err = x.userCLIConfig(); err != nil {
 			return fmt.Errorf("read your CLI config: %w", err)
 		}
+	} else if err := x.missingCLIConfig(); err != nil {
+		x.warnCLIConfig(err) // terraform warns too, but in every unit's output
 	}
 	manifest, err := x.modules(ctx)
 	if err != nil {

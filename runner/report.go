@@ -222,6 +222,11 @@ type Report struct {
 	Command string
 	Engine  Engine
 	Results []Result
+	// Warnings are what the Run has to say once, not per unit: a user CLI
+	// config left out (one that does not parse, or a TF_CLI_CONFIG_FILE
+	// naming a missing file). Each is also in the log and output of the
+	// unit that met it first and in the logger.
+	Warnings []string
 	// Duration is the wall time of the Run.
 	Duration time.Duration
 }

@@ -175,6 +175,7 @@ func (r *Runner) run(ctx context.Context, cmd Command, units []Unit, rc *runConf
 	rs.feeds = rs.feedsGenerate(sel)
 	rep := &Report{Command: cmd.String(), Engine: publicEngine(eng)}
 	rep.Results = rs.run(ctx, sel)
+	rep.Warnings = rs.warnings // every unit is done: no more writers
 	rep.Duration = time.Since(start)
 	return rep, rep.Err()
 }

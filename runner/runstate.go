@@ -39,6 +39,8 @@ type runState struct {
 	// cliConfigWarning says once per Run that parts of the user's CLI
 	// config were left out.
 	cliConfigWarning sync.Once
+	warnMu           sync.Mutex
+	warnings         []string // Report.Warnings
 	// ordered forces dependency order (the Output pass ignores
 	// WithIgnoreDependencyOrder, or it could not feed a Generate).
 	ordered bool
@@ -191,6 +193,13 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 		}
 	}
 	return out
+}
+
+// warn adds a warning about the whole Run to its report.
+func (rs *runState) warn(msg string) {
+	rs.warnMu.Lock()
+	defer rs.warnMu.Unlock()
+	rs.warnings = append(rs.warnings, msg)
 }
 
 // runUnitSafely is runUnit with a panic (in the SDK, a dependency or the
