@@ -163,7 +163,13 @@
 //     WithOutput, to one combined stream of whole lines prefixed
 //     "[unitID] ", never interleaved.
 //   - Events are delivered one at a time, in order: every selected unit
-//     sends PhaseQueued first and PhaseDone last.
+//     sends PhaseQueued first and PhaseDone last. A unit kept waiting by
+//     someone else's lock says so as it happens: PhaseWait events with
+//     Event.Wait (the instance lock with its holder's PID, host and
+//     since when; the state lock with terraform's holder and the next
+//     attempt's patience) when the wait starts and when it ends, with the
+//     time waited, so a progress display never shows "apply running"
+//     for a unit that waits.
 //   - Report, Result and Event have a documented JSON form.
 //   - Run returns only after every goroutine and process it started has
 //     ended.

@@ -72,7 +72,7 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 		maps.Copy(spec.Files, files)
 	}
 	t0 := time.Now()
-	w, err := rs.cfg.workdirs.Prepare(ctx, spec)
+	w, err := rs.cfg.workdirs.Prepare(workdir.WithLockWait(ctx, x.instanceWait), spec)
 	if err != nil {
 		var le *workdir.LockedError
 		if errors.As(err, &le) {

@@ -66,9 +66,14 @@ const (
 	PhaseValidate
 	PhaseOutput
 	PhaseStep
+	// PhaseWait: the unit waits for a lock someone else holds; the
+	// event's Wait says which lock, its holder and how long. A host that
+	// switches on the phase can ignore it; the unit's phase is still the
+	// one of the last other event.
+	PhaseWait
 )
 
-var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step"}
+var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step", "wait"}
 
 // String returns the phase in lower case, as shown in events.
 func (p Phase) String() string {
