@@ -93,4 +93,8 @@ var (
 	// ErrGenerate is wrapped by the error of a unit whose Generate
 	// function failed.
 	ErrGenerate = errors.New("generate files")
+	// ErrHandleDone reports a Handle used after its step returned (or
+	// one the runner did not make): Exec is refused, and an Exec still
+	// running when the step returned is interrupted.
+	ErrHandleDone = errors.New("handle used after its step returned")
 )

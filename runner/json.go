@@ -147,6 +147,9 @@ type jsonPlan struct {
 	Import        int                  `json:"import"`
 	Changes       []jsonResourceChange `json:"changes"`
 	OutputChanges bool                 `json:"output_changes"`
+
+	// The redacted rendering; absent in reports written before it existed.
+	RedactedJSONFile string `json:"redacted_json_file,omitempty"`
 }
 
 type jsonResourceChange struct {
@@ -174,7 +177,7 @@ type jsonOutputValue struct {
 //	 "instance_lock": {"pid": 4242, "host": "ci-7", "since": "..."},
 //	 "retries": 1, "unchanged": false, "init_skipped": false, "has_changes": true,
 //	 "summary": {"add": 1, "change": 0, "destroy": 0, "import": 0},
-//	 "plan": {"file": "...", "json_file": "...", "destroy_plan": false,
+//	 "plan": {"file": "...", "json_file": "...", "redacted_json_file": "...", "destroy_plan": false,
 //	   "add": 1, "change": 0, "destroy": 0, "import": 0,
 //	   "changes": [{"address": "x.y", "actions": ["create"]}],
 //	   "output_changes": false},
@@ -184,7 +187,8 @@ type jsonOutputValue struct {
 //
 // error, state_lock, recovered_locks, crashed_runs, instance_lock,
 // summary, plan, outputs, data and log are left out when empty (and
-// engine_pid, engine_output, waited_seconds and killed in a crashed run).
+// engine_pid, engine_output, waited_seconds and killed in a crashed run,
+// and a plan's redacted_json_file).
 // status is "succeeded", "failed", "skipped" (never started; error names
 // why) or "canceled" (started, then interrupted); see Status.
 func (r Result) MarshalJSON() ([]byte, error) {
@@ -208,7 +212,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 			EnginePID: c.EnginePID, EngineOutput: c.EngineOutput, Waited: c.Waited.Seconds(), Killed: c.Killed})
 	}
 	if p := r.Plan; p != nil {
-		j.Plan = &jsonPlan{File: p.File, JSONFile: p.JSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,
+		j.Plan = &jsonPlan{File: p.File, JSONFile: p.JSONFile, RedactedJSONFile: p.RedactedJSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,
 			Destroy: p.Destroy, Import: p.Import, OutputChanges: p.OutputChanges, Changes: []jsonResourceChange{}}
 		for _, c := range p.Changes {
 			j.Plan.Changes = append(j.Plan.Changes, jsonResourceChange(c))
@@ -252,7 +256,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 			EnginePID: c.EnginePID, EngineOutput: c.EngineOutput, Waited: seconds(c.Waited), Killed: c.Killed})
 	}
 	if p := j.Plan; p != nil {
-		r.Plan = &PlanSummary{File: p.File, JSONFile: p.JSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,
+		r.Plan = &PlanSummary{File: p.File, JSONFile: p.JSONFile, RedactedJSONFile: p.RedactedJSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,
 			Destroy: p.Destroy, Import: p.Import, OutputChanges: p.OutputChanges}
 		for _, c := range p.Changes {
 			r.Plan.Changes = append(r.Plan.Changes, ResourceChange(c))

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // TestWithLockWait: a Prepare that waits for the instance lock reports
@@ -15,7 +17,7 @@ import (
 // free reports nothing.
 func TestWithLockWait(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	m := newManager(t, WithLockRetry(time.Millisecond))
 	s := Spec{Stack: "s", Instance: "i", Source: src}
 
