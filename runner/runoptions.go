@@ -13,9 +13,12 @@ import (
 // Option) it is the default of every Run of the Runner, which RunWith's
 // own options override: a choice given to RunWith wins over New's, and
 // filter patterns given to RunWith replace New's patterns instead of
-// adding to them. The split follows net/http's Client and Request: the
-// Runner holds what lives as long as the process, a Run what one call
-// chose.
+// adding to them. An option that switches something on (WithFailFast,
+// WithIgnoreErrors, WithIgnoreDependencyOrder, WithDependents,
+// WithSkipUnchanged) cannot switch it off for one Run: give it per Run
+// when only some Runs want it. The split follows net/http's Client and
+// Request: the Runner holds what lives as long as the process, a Run
+// what one call chose.
 type RunOption interface {
 	Option
 	applyRun(*runConfig) error
