@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
@@ -96,7 +95,7 @@ func ImportPlan(dir string, key []byte) Command {
 // bundle of the unit with the given ID in dir: a file name made from the
 // ID (readable, safe on every filesystem, never the same for two IDs).
 func BundlePath(dir, unitID string) string {
-	return filepath.Join(dir, strings.TrimSuffix(logName(unitID), ".log")+bundleExt)
+	return filepath.Join(dir, unitFileName(unitID)+bundleExt)
 }
 
 // manifest is a bundle's manifest.json.

@@ -95,8 +95,10 @@ func Step(name string, fn func(ctx context.Context, h *Handle) error) Command {
 	return Command{name: name, kind: kindStep, phase: PhaseStep, step: fn}
 }
 
-// Reversed returns c to be run in destroy order: every unit after the
-// units that depend on it.
+// Reversed returns c to be run in the other order: a command that runs in
+// dependency order then runs every unit after the units that depend on
+// it (destroy order), and a destroy command in dependency order.
+// Order shows the order a command runs in.
 func (c Command) Reversed() Command {
 	c.reverse = !c.reverse
 	return c
@@ -109,10 +111,6 @@ func (c Command) String() string {
 	}
 	return c.name
 }
-
-// Reverse reports whether c runs dependents before the units they depend
-// on.
-func (c Command) Reverse() bool { return c.reverse }
 
 func (c Command) valid() error {
 	switch {

@@ -23,8 +23,8 @@ func TestCommandValid(t *testing.T) {
 	} {
 		require.ErrorIs(t, c.valid(), ErrUnknownCommand, name)
 	}
-	require.True(t, Destroy.Reverse())
-	require.False(t, Destroy.Reversed().Reverse())
-	require.True(t, Step("x", noop).Reversed().Reverse())
+	require.True(t, Destroy.reverse)
+	require.False(t, Destroy.Reversed().reverse)
+	require.True(t, Step("x", noop).Reversed().reverse)
 	require.Equal(t, "Command(invalid)", Command{}.String())
 }

@@ -21,7 +21,7 @@ import (
 // outputsInOrder reports whether cmd, run in dependency order, leaves
 // each unit's outputs in its Result before its dependents start.
 func (rs *runState) outputsInOrder() bool {
-	if rs.cmd.reverse || rs.cfg.ignoreOrder {
+	if rs.cmd.reverse || rs.opts.ignoreOrder {
 		return false
 	}
 	switch rs.cmd.kind {
@@ -54,15 +54,49 @@ func (rs *runState) feedsGenerate(sel []bool) []bool {
 	return feeds
 }
 
+// unselectedFeeds marks the unselected units a selected unit's Generate
+// depends on, and, for their own Generates, what those depend on in turn.
+func (rs *runState) unselectedFeeds(sel []bool) []bool {
+	feeds := make([]bool, len(rs.units))
+	var mark func(d int)
+	mark = func(d int) {
+		if feeds[d] {
+			return
+		}
+		feeds[d] = true
+		if rs.units[d].Generate != nil {
+			for _, dd := range rs.g.Deps(d) {
+				mark(dd)
+			}
+		}
+	}
+	for i := range rs.units {
+		if sel[i] && rs.units[i].Generate != nil {
+			for _, d := range rs.g.Deps(i) {
+				if !sel[d] {
+					mark(d)
+				}
+			}
+		}
+	}
+	return feeds
+}
+
 // readDependencyOutputs runs the Output pass when the command itself
 // would not give a Generate its dependencies' outputs. Its results are
 // kept for depResults; a unit whose outputs could not be read gives its
 // dependents a Result with the error.
+//
+// A dependency outside the Run's selection (filters, WithIDs, a shard)
+// counts as done and runs no command, so its outputs are read in every
+// command, those that produce outputs in order included.
 func (r *Runner) readDependencyOutputs(ctx context.Context, rs *runState, sel []bool) error {
+	var feeds []bool
 	if rs.outputsInOrder() {
-		return nil
+		feeds = rs.unselectedFeeds(sel)
+	} else {
+		feeds = rs.feedsGenerate(sel)
 	}
-	feeds := rs.feedsGenerate(sel)
 	need := false
 	for _, f := range feeds {
 		need = need || f
@@ -70,7 +104,7 @@ func (r *Runner) readDependencyOutputs(ctx context.Context, rs *runState, sel []
 	if !need {
 		return nil
 	}
-	pre, err := r.newRunState(Output, rs.eng, rs.units, rs.g)
+	pre, err := r.newRunState(Output, rs.opts, rs.eng, rs.units, rs.g)
 	if err != nil {
 		return fmt.Errorf("read the outputs dependencies give to Generate: %w", err)
 	}

@@ -18,6 +18,24 @@
 // nothing runs on invalid input and the error wraps a sentinel from
 // errors.go naming the culprit. Order is the dry run.
 //
+// # The Runner and a Run
+//
+// The split is net/http's Client and Request. A Runner (New, Options)
+// holds what lives as long as the process: the workdirs, the plugin
+// cache, the module store, the engine, the logger, retry and lock
+// patience. What a host chooses for one Run is a RunOption given to
+// RunWith: filters (WithFilter, WithExclude), an exact set of units
+// (WithIDs) and their dependents (WithDependents), the shard, a Stop,
+// WithSkipUnchanged, the log dir, the events callback, the failure policy
+// (WithFailFast, WithIgnoreErrors, WithIgnoreDependencyOrder) and the
+// parallelism. Every RunOption is also an Option: given to New it is the
+// default of every Run, and Run(ctx, cmd, units...) is RunWith with the
+// defaults alone. A choice given to RunWith wins over New's; its filter
+// patterns replace New's instead of adding to them. A Stop given to
+// RunWith ends only that Run, one given to New every Run of the Runner,
+// later ones too. Runs share nothing a host chose: two Runs at once with
+// different choices never see each other's.
+//
 // # The queue
 //
 // A unit starts as soon as every unit it depends on has succeeded (destroy
@@ -151,7 +169,13 @@
 //     WithOutput, to one combined stream of whole lines prefixed
 //     "[unitID] ", never interleaved.
 //   - Events are delivered one at a time, in order: every selected unit
-//     sends PhaseQueued first and PhaseDone last.
+//     sends PhaseQueued first and PhaseDone last. A unit kept waiting by
+//     someone else's lock says so as it happens: PhaseWait events with
+//     Event.Wait (the instance lock with its holder's PID, host and
+//     since when; the state lock with terraform's holder and the next
+//     attempt's patience) when the wait starts and when it ends, with the
+//     time waited, so a progress display never shows "apply running"
+//     for a unit that waits.
 //   - Report, Result and Event have a documented JSON form.
 //   - Run returns only after every goroutine and process it started has
 //     ended.

@@ -77,7 +77,7 @@ func tfexecEnv(tf *tfexec.Terraform, env map[string]string) error {
 // splitLogPath gives the unit its own terraform debug log when the
 // process environment names one TF_LOG_PATH for every unit (their logs
 // would interleave in one file): PATH becomes PATH's directory and name
-// with the unit's log name (see logName) added before the extension,
+// with the unit's part of a log name (see unitFileName) added before the extension,
 // e.g. /tmp/tf.log -> /tmp/tf.plat-ue2-dev_app-1a2b3c4d5e6f.log. A
 // TF_LOG_PATH in the unit's own Env is the unit's already and is kept.
 // The file is created 0600 first (terraform appends to it): with TF_LOG
@@ -88,7 +88,7 @@ func splitLogPath(env, own map[string]string, id string) {
 		return
 	}
 	ext := filepath.Ext(p)
-	unit := strings.TrimSuffix(logName(id), ".log")
+	unit := unitFileName(id)
 	env["TF_LOG_PATH"] = strings.TrimSuffix(p, ext) + "." + unit + ext
 	if f, err := os.OpenFile(env["TF_LOG_PATH"], os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
 		f.Close()

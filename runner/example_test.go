@@ -225,3 +225,30 @@ func ExampleWithPluginCache() {
 		fmt.Println(res.Unit, res.Status, res.Duration, "log:", res.Log)
 	}
 }
+
+// OrderWith takes a Run's own choices, as RunWith does: here the units a
+// change to the vpc affects, chosen by ID, and the units that depend on
+// them; a Runner's defaults (none here) still apply to every other Run.
+func ExampleRunner_OrderWith() {
+	r, err := newRunner()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	all := units("components/terraform/x")
+	waves, err := r.OrderWith(runner.Apply, all, runner.WithIDs("plat-ue2-dev/vpc"), runner.WithDependents())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(waves)
+	waves, err = r.OrderWith(runner.Apply, all, runner.WithIDs("plat-ue2-dev/redis-1"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(waves)
+	// Output:
+	// [[plat-ue2-dev/vpc] [plat-ue2-dev/redis-1 plat-ue2-dev/redis-2] [plat-ue2-dev/app]]
+	// [[plat-ue2-dev/redis-1]]
+}

@@ -28,6 +28,13 @@ func (rec *recorder) add(e Event) {
 	rec.events = append(rec.events, e)
 }
 
+// all returns a copy of the events so far.
+func (rec *recorder) all() []Event {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]Event(nil), rec.events...)
+}
+
 // index returns the position of the first event of unit in phase, or -1.
 func (rec *recorder) index(unit string, p Phase) int {
 	rec.mu.Lock()

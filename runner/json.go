@@ -24,7 +24,41 @@ type jsonEvent struct {
 	Retry  int        `json:"retry,omitempty"`
 	Error  string     `json:"error,omitempty"`
 	// WaitPID: see Event.WaitPID.
-	WaitPID int `json:"wait_pid,omitempty"`
+	WaitPID int       `json:"wait_pid,omitempty"`
+	Wait    *jsonWait `json:"wait,omitempty"`
+}
+
+type jsonWait struct {
+	Lock     string          `json:"lock"`
+	Instance *workdir.Holder `json:"instance,omitempty"`
+	State    *jsonStateLock  `json:"state,omitempty"`
+	Waited   float64         `json:"waited_seconds"`
+	Next     float64         `json:"next_seconds,omitempty"`
+	Done     bool            `json:"done"`
+}
+
+func toJSONWait(w *Wait) *jsonWait {
+	if w == nil {
+		return nil
+	}
+	j := &jsonWait{Lock: w.Lock, Instance: w.Instance, Waited: w.Waited.Seconds(), Next: w.Next.Seconds(), Done: w.Done}
+	if w.State != nil {
+		s := jsonStateLock(*w.State)
+		j.State = &s
+	}
+	return j
+}
+
+func fromJSONWait(j *jsonWait) *Wait {
+	if j == nil {
+		return nil
+	}
+	w := &Wait{Lock: j.Lock, Instance: j.Instance, Waited: seconds(j.Waited), Next: seconds(j.Next), Done: j.Done}
+	if j.State != nil {
+		s := StateLock(*j.State)
+		w.State = &s
+	}
+	return w
 }
 
 // MarshalJSON gives the event's documented JSON form:
@@ -32,11 +66,15 @@ type jsonEvent struct {
 //	{"unit": "a/b", "phase": "apply", "status": "running",
 //	 "time": "2026-01-02T15:04:05.999Z",
 //	 "engine": {"kind": "terraform", "version": "1.11.4", "path": "/usr/bin/terraform"},
-//	 "retry": 1, "error": "...", "wait_pid": 4242}
+//	 "retry": 1, "error": "...", "wait_pid": 4242,
+//	 "wait": {"lock": "state", "state": {"id": "...", "who": "user@host", ...},
+//	   "instance": {"pid": 4242, "host": "ci-7", "since": "..."},
+//	   "waited_seconds": 12.5, "next_seconds": 8, "done": false}}
 //
-// retry, error and wait_pid are left out when empty.
+// retry, error, wait_pid and wait are left out when empty (and in wait,
+// instance, state and next_seconds).
 func (e Event) MarshalJSON() ([]byte, error) {
-	return json.Marshal(jsonEvent{Unit: e.Unit, Phase: e.Phase, Status: e.Status, Time: e.Time, Engine: jsonEngine(e.Engine), Retry: e.Retry, Error: errString(e.Err), WaitPID: e.WaitPID})
+	return json.Marshal(jsonEvent{Unit: e.Unit, Phase: e.Phase, Status: e.Status, Time: e.Time, Engine: jsonEngine(e.Engine), Retry: e.Retry, Error: errString(e.Err), WaitPID: e.WaitPID, Wait: toJSONWait(e.Wait)})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -45,7 +83,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*e = Event{Unit: j.Unit, Phase: j.Phase, Status: j.Status, Time: j.Time, Engine: Engine(j.Engine), Retry: j.Retry, Err: stringErr(j.Error), WaitPID: j.WaitPID}
+	*e = Event{Unit: j.Unit, Phase: j.Phase, Status: j.Status, Time: j.Time, Engine: Engine(j.Engine), Retry: j.Retry, Err: stringErr(j.Error), WaitPID: j.WaitPID, Wait: fromJSONWait(j.Wait)}
 	return nil
 }
 
@@ -151,6 +189,8 @@ type jsonOutputValue struct {
 // summary, plan, outputs, data and log are left out when empty (and
 // engine_pid, engine_output, waited_seconds and killed in a crashed run,
 // and a plan's redacted_json_file).
+// status is "succeeded", "failed", "skipped" (never started; error names
+// why) or "canceled" (started, then interrupted); see Status.
 func (r Result) MarshalJSON() ([]byte, error) {
 	j := jsonResult{
 		Unit: r.Unit, Status: r.Status, Error: errString(r.Err), Started: r.Started,
@@ -237,6 +277,7 @@ type jsonReport struct {
 	Duration float64        `json:"duration_seconds"`
 	Counts   map[string]int `json:"counts"`
 	Results  []Result       `json:"results"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 type jsonEngine struct {
@@ -251,11 +292,12 @@ type jsonEngine struct {
 //	 "engine": {"kind": "terraform", "version": "1.11.4", "path": "/usr/bin/terraform"},
 //	 "duration_seconds": 42.1,
 //	 "counts": {"succeeded": 11, "failed": 1},
-//	 "results": [ ...each Result's form... ]}
+//	 "results": [ ...each Result's form... ],
+//	 "warnings": ["your CLI config: ..."]}
 //
-// counts holds every status that occurs.
+// counts holds every status that occurs; warnings is left out when empty.
 func (r Report) MarshalJSON() ([]byte, error) {
-	j := jsonReport{Command: r.Command, Engine: jsonEngine(r.Engine), Duration: r.Duration.Seconds(), Counts: map[string]int{}, Results: r.Results}
+	j := jsonReport{Command: r.Command, Engine: jsonEngine(r.Engine), Duration: r.Duration.Seconds(), Counts: map[string]int{}, Results: r.Results, Warnings: r.Warnings}
 	if j.Results == nil {
 		j.Results = []Result{}
 	}
@@ -271,7 +313,7 @@ func (r *Report) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*r = Report{Command: j.Command, Engine: Engine(j.Engine), Duration: seconds(j.Duration), Results: j.Results}
+	*r = Report{Command: j.Command, Engine: Engine(j.Engine), Duration: seconds(j.Duration), Results: j.Results, Warnings: j.Warnings}
 	return nil
 }
 

@@ -190,6 +190,10 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		{Unit: "a/b", Phase: PhaseDone, Status: Succeeded, Time: at},
 		{Unit: "a/b", Phase: PhaseStep, Status: Running, Time: at},
 		{Unit: "a/b", Phase: PhasePrepare, Status: Running, Time: at, WaitPID: 4242},
+		{Unit: "a/b", Phase: PhaseWait, Status: Running, Time: at, Wait: &Wait{Lock: WaitInstanceLock,
+			Instance: &workdir.Holder{PID: 4242, Host: "ci-7", Since: at}, Waited: 1500 * time.Millisecond}},
+		{Unit: "a/b", Phase: PhaseWait, Status: Running, Time: at, Wait: &Wait{Lock: WaitStateLock,
+			State: &StateLock{ID: "x-1", Who: "me@ci-7", Created: at}, Waited: 3 * time.Second, Next: time.Second, Done: true}},
 	} {
 		b, err := json.Marshal(ev)
 		require.NoError(t, err)
@@ -214,6 +218,12 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		require.True(t, ev.Time.Equal(got.Time))
 		require.Equal(t, ev.Retry, got.Retry)
 		require.Equal(t, ev.WaitPID, got.WaitPID)
+		require.Equal(t, ev.Wait, got.Wait)
+		if ev.Wait == nil {
+			require.NotContains(t, raw, "wait")
+		} else {
+			require.Equal(t, ev.Wait.Lock, raw["wait"].(map[string]any)["lock"])
+		}
 		if ev.WaitPID == 0 {
 			require.NotContains(t, raw, "wait_pid")
 		} else {

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/tfisolate/tfisolate/workdir"
 )
 
 // stateLockMarker is how terraform reports a state lock held by someone
@@ -111,6 +113,7 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 		if err == nil || ctx.Err() != nil || !isStateLockErr(err) {
 			if !waitedFrom.IsZero() {
 				x.res.LockWait += start.Sub(waitedFrom)
+				x.waitEvent(Wait{Lock: WaitStateLock, State: x.res.StateLock, Waited: start.Sub(waitedFrom), Done: true})
 				x.out.note(fmt.Sprintf("%s: state lock acquired after waiting %s", what, start.Sub(waitedFrom).Round(time.Millisecond)))
 			}
 			return err
@@ -131,6 +134,7 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 		remaining := x.rs.cfg.lockTimeout - waited
 		if remaining <= 0 {
 			x.res.LockWait += waited
+			x.waitEvent(Wait{Lock: WaitStateLock, State: x.res.StateLock, Waited: waited, Done: true})
 			return fmt.Errorf("%s: %w", what, x.staleLockError(waited, err))
 		}
 		x.out.note(fmt.Sprintf("%s: state locked by %s; waited %s, up to %s more", what, x.res.StateLock, waited.Round(time.Second), remaining.Round(time.Second)))
@@ -140,7 +144,19 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 			step = min(2*step, lockMaxStep)
 		}
 		step = min(step, remaining)
+		x.waitEvent(Wait{Lock: WaitStateLock, State: x.res.StateLock, Waited: waited, Next: step})
 	}
+}
+
+// waitEvent tells the Run's events that the unit waits, or waited, for
+// a lock someone else holds.
+func (x *unitRun) waitEvent(w Wait) {
+	x.rs.em.emit(Event{Unit: x.id, Phase: PhaseWait, Status: Running, Wait: &w})
+}
+
+// instanceWait is workdir's report of a wait for the instance lock.
+func (x *unitRun) instanceWait(w workdir.LockWait) {
+	x.waitEvent(Wait{Lock: WaitInstanceLock, Instance: w.Holder, Waited: w.Waited, Done: w.Done})
 }
 
 // staleLockError says who holds the lock, since when, and exactly how to

@@ -35,8 +35,10 @@ func (n *notifyWriter) Write(p []byte) (int, error) {
 
 // TestStateLockWait holds a unit's state lock with another OS process (a
 // plain terraform apply parked in a provisioner), runs the unit, and only
-// releases the holder once the unit has reported the lock: the unit must
-// wait, name the holder, and then succeed.
+// releases the holder once the unit has sent an event saying it waits for
+// the lock and who holds it: the unit must wait, name the holder, send a
+// last wait event with the time waited, and then succeed (issue 17 item
+// 13).
 func TestStateLockWait(t *testing.T) {
 	w := newWorld(t)
 	src := w.component(t, "lockable", gatedComponent)
@@ -84,8 +86,15 @@ func TestStateLockWait(t *testing.T) {
 	require.NoError(t, json.Unmarshal(info, &lock))
 	require.NotEmpty(t, lock.ID)
 
-	notify := &notifyWriter{want: "state locked by", seen: make(chan struct{})}
-	r := w.runner(t, WithLockTimeout(2*time.Minute), WithOutput(notify))
+	rec := &recorder{}
+	waiting := make(chan struct{})
+	var once sync.Once
+	r := w.runner(t, WithLockTimeout(2*time.Minute), WithEvents(func(e Event) {
+		rec.add(e)
+		if e.Wait != nil && !e.Wait.Done {
+			once.Do(func() { close(waiting) })
+		}
+	}))
 	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "lockable", src, files(t, map[string]any{}, state))}
 	type result struct {
 		rep *Report
@@ -101,7 +110,7 @@ func TestStateLockWait(t *testing.T) {
 	}()
 	t.Cleanup(func() { cancel(); <-exited })
 	select {
-	case <-notify.seen:
+	case <-waiting:
 	case res := <-done:
 		t.Fatalf("the unit ended without meeting the lock: %v", res.err)
 	}
@@ -125,6 +134,30 @@ func TestStateLockWait(t *testing.T) {
 	require.Contains(t, string(log), "state locked by ID "+lock.ID)
 	require.Contains(t, string(log), "state lock acquired after waiting")
 	require.Contains(t, string(log), "Apply complete!")
+
+	// The wait as events: while waiting, the holder and the next
+	// attempt's patience; at the end, the time waited.
+	var waits []Wait
+	for _, e := range rec.all() {
+		if e.Wait != nil {
+			require.Equal(t, PhaseWait, e.Phase)
+			require.Equal(t, Running, e.Status)
+			waits = append(waits, *e.Wait)
+		}
+	}
+	require.GreaterOrEqual(t, len(waits), 2)
+	first, last := waits[0], waits[len(waits)-1]
+	require.Equal(t, WaitStateLock, first.Lock)
+	require.False(t, first.Done)
+	require.NotNil(t, first.State)
+	require.Equal(t, lock.ID, first.State.ID)
+	require.Positive(t, first.Next)
+	require.True(t, last.Done)
+	require.Positive(t, last.Waited)
+	require.LessOrEqual(t, last.Waited, got.LockWait)
+	for _, w := range waits[:len(waits)-1] {
+		require.False(t, w.Done, "one Done, at the end")
+	}
 }
 
 // TestStateLockTimeoutZero: with no patience, a held state lock fails the
@@ -162,4 +195,66 @@ func TestStateLockTimeoutZero(t *testing.T) {
 	g.release(t)
 	<-holderExited
 	require.NoError(t, holderErr)
+}
+
+// TestInstanceLockWaitEvents: another OS process (a child host applying
+// the same instance, parked in a provisioner) holds the instance lock;
+// the unit sends a wait event naming that process as soon as it starts
+// waiting (the holder is released only then), and a last one with the
+// time waited once it has the lock (issue 17 item 13).
+func TestInstanceLockWaitEvents(t *testing.T) {
+	w := newWorld(t)
+	src := w.component(t, "gated", gatedComponent)
+	g := newGate(t, filepath.Join(w.dir, "gate"))
+	state := filepath.Join(w.dir, "states", "inst.tfstate")
+	started := g.started(t)
+	c := startChild(t, childConfig{TF: w.tf, Root: w.wd.Root(), Cache: w.cache.Dir(),
+		Spec: workdirSpec("s", "inst", src, files(t, map[string]any{"gate": g.dir}, state))}, nil)
+	select {
+	case <-started: // the child holds the instance lock until released
+	case <-c.exited:
+		t.Fatalf("the child ended before its apply started: %v\n%s", c.err, c.stdout.String())
+	}
+
+	rec := &recorder{}
+	waiting := make(chan struct{})
+	var once sync.Once
+	r := w.runner(t, WithEvents(func(e Event) {
+		rec.add(e)
+		if e.Wait != nil && !e.Wait.Done {
+			once.Do(func() { close(waiting) })
+		}
+	}))
+	u := Unit{ID: "s/inst", Workdir: workdirSpec("s", "inst", src, files(t, map[string]any{}, state))}
+	done := runAsync(t, r, Apply, u)
+	waitFor(t, done, waiting)
+	g.release(t)
+	require.Equal(t, "succeeded", c.result(t).Status)
+	o := waitDone(t, done, "the child's release")
+	require.NoError(t, o.err)
+	got := o.rep.Results[0]
+
+	var waits []Wait
+	for _, e := range rec.all() {
+		if e.Wait != nil {
+			require.Equal(t, PhaseWait, e.Phase)
+			require.Equal(t, WaitInstanceLock, e.Wait.Lock)
+			waits = append(waits, *e.Wait)
+		}
+	}
+	require.GreaterOrEqual(t, len(waits), 2)
+	named := false
+	for _, w := range waits[:len(waits)-1] {
+		require.False(t, w.Done)
+		if w.Instance != nil {
+			require.Equal(t, c.cmd.Process.Pid, w.Instance.PID, "the holder is the child")
+			named = true
+		}
+	}
+	require.True(t, named, "a wait event names the holder")
+	last := waits[len(waits)-1]
+	require.True(t, last.Done)
+	require.Positive(t, last.Waited)
+	require.LessOrEqual(t, last.Waited, got.LockWait)
+	require.Equal(t, c.cmd.Process.Pid, got.InstanceLock.PID)
 }

@@ -30,7 +30,7 @@ func TestLogNeverFollowsPlantedLink(t *testing.T) {
 	require.NoError(t, os.Mkdir(logs, 0o700))
 	target := filepath.Join(dir, "victim.txt")
 	require.NoError(t, os.WriteFile(target, []byte("keep me"), 0o644))
-	require.NoError(t, os.Symlink(target, filepath.Join(logs, logName(u.ID))))
+	require.NoError(t, os.Symlink(target, filepath.Join(logs, logName(u.ID, Validate.String()))))
 	r, err := New(WithWorkdirs(wd), WithTerraform(tf), WithModuleStore("-"), WithLogDir(logs))
 	require.NoError(t, err)
 	rep, err := r.Run(testCtx(t), Validate, u)

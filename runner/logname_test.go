@@ -10,8 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestLogName: log file names are readable, bounded, safe and distinct,
-// whatever the unit ID.
+// TestLogName: log file names are readable, bounded (163 bytes with the
+// longest command name), safe and distinct,
+// whatever the unit ID, and distinct per command.
 func TestLogName(t *testing.T) {
 	long := strings.Repeat("plat-ue2-dev/elasticache/", 20) + "redis"
 	ids := []string{
@@ -25,8 +26,10 @@ func TestLogName(t *testing.T) {
 	seen := map[string]string{}
 	dir := t.TempDir()
 	for _, id := range ids {
-		n := logName(id)
-		require.LessOrEqual(t, len(n), 100, "%q", id)
+		n := logName(id, "apply")
+		require.LessOrEqual(t, len(unitFileName(id)), 93, "%q", id)
+		require.NotEqual(t, n, logName(id, "plan"))
+		require.LessOrEqual(t, len(logName(id, strings.Repeat("x", 64))), 163)
 		require.True(t, utf8.ValidString(n))
 		require.NotContains(t, n, "/")
 		require.False(t, strings.HasPrefix(n, "."), "%q -> %q", id, n)
@@ -38,7 +41,8 @@ func TestLogName(t *testing.T) {
 		// Every name can be created.
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n), nil, 0o644))
 	}
-	require.Contains(t, logName("plat-ue2-dev/elasticache/redis-cluster-1"), "plat-ue2-dev_elasticache_redis-cluster-1-")
+	require.Contains(t, logName("plat-ue2-dev/elasticache/redis-cluster-1", "plan"), "plat-ue2-dev_elasticache_redis-cluster-1-")
+	require.True(t, strings.HasSuffix(logName("a/b", "plan"), ".plan.log"))
 }
 
 // TestLogDirWithLongIDs: WithLogDir works for unit IDs longer than a file
@@ -58,4 +62,28 @@ func TestLogDirWithLongIDs(t *testing.T) {
 		require.FileExists(t, res.Log)
 	}
 	require.NotEqual(t, rep.Results[0].Log, rep.Results[1].Log)
+}
+
+// TestLogDirKeepsEachCommandsLog: a Plan and then an Apply under one log
+// dir keep both logs, each named with its command (issue 18 item 1).
+func TestLogDirKeepsEachCommandsLog(t *testing.T) {
+	w := newWorld(t)
+	src := w.component(t, "plain", `output "o" { value = 1 }`)
+	logs := t.TempDir()
+	u := Unit{ID: "s/one", Workdir: workdirSpec("s", "one", src, nil)}
+	r := w.runner(t)
+	plan, err := r.RunWith(testCtx(t), Plan, []Unit{u}, WithLogDir(logs))
+	require.NoError(t, err)
+	apply, err := r.RunWith(testCtx(t), Apply, []Unit{u}, WithLogDir(logs))
+	require.NoError(t, err)
+	planLog, applyLog := plan.Results[0].Log, apply.Results[0].Log
+	require.NotEqual(t, planLog, applyLog)
+	require.True(t, strings.HasSuffix(planLog, ".plan.log"), planLog)
+	require.True(t, strings.HasSuffix(applyLog, ".apply.log"), applyLog)
+	p, err := os.ReadFile(planLog)
+	require.NoError(t, err)
+	require.Contains(t, string(p), "Plan:")
+	a, err := os.ReadFile(applyLog)
+	require.NoError(t, err)
+	require.Contains(t, string(a), "Apply complete")
 }

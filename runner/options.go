@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
-	"github.com/tfisolate/tfisolate/internal/queue"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )
@@ -37,9 +36,12 @@ const DefaultInterruptGrace = 30 * time.Second
 // writes its state, which can take as long as the provider call it was in.
 const DefaultCrashedEngineWait = 5 * time.Minute
 
-// Option configures a Runner. New applies options in order and fails with
-// an error wrapping ErrBadOption that names an option whose value is
-// invalid.
+// Option configures a Runner: what lives as long as the process
+// (workdirs, plugin cache, module store, engine, logger, retry and lock
+// patience). Every RunOption is an Option too: given to New it is the
+// default of every Run (see RunOption). New applies options in order and
+// fails with an error wrapping ErrBadOption that names an option whose
+// value is invalid.
 type Option interface{ apply(*config) error }
 
 type optionFunc func(*config) error
@@ -48,30 +50,21 @@ func (f optionFunc) apply(c *config) error { return f(c) }
 
 // config is what options set; a Runner keeps it unchanged after New.
 type config struct {
-	parallelism  int
-	failFast     bool
-	ignoreErrors bool
-	ignoreOrder  bool
-	filter       queue.Filter
-	shardIndex   int
-	shardCount   int
-	events       func(Event)
-	logger       *slog.Logger
+	// run holds the defaults of every Run: the RunOptions given to New.
+	run    runConfig
+	logger *slog.Logger
 
-	workdirs      *workdir.Manager
-	cache         *pluginc.Cache
-	tfPath        string
-	finder        func(ctx context.Context) (string, error)
-	lockTimeout   time.Duration
-	output        io.Writer
-	logDir        string
-	grace         time.Duration
-	crashWait     time.Duration
-	retry         RetryPolicy
-	stop          *Stop
-	recoverLocks  bool
-	skipUnchanged bool
-	moduleStore   string
+	workdirs     *workdir.Manager
+	cache        *pluginc.Cache
+	tfPath       string
+	finder       func(ctx context.Context) (string, error)
+	lockTimeout  time.Duration
+	output       io.Writer
+	grace        time.Duration
+	crashWait    time.Duration
+	retry        RetryPolicy
+	recoverLocks bool
+	moduleStore  string
 }
 
 // moduleStoreDir is where remote modules are kept across Runs and
@@ -88,87 +81,6 @@ func (c *config) moduleStoreDir() string {
 		return filepath.Join(c.cache.Dir(), ".modules")
 	}
 	return ""
-}
-
-// WithParallelism sets how many units may run at once (n >= 1).
-func WithParallelism(n int) Option {
-	return optionFunc(func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("%w: WithParallelism(%d), want at least 1", ErrBadOption, n)
-		}
-		c.parallelism = n
-		return nil
-	})
-}
-
-// WithFailFast stops the run at the first failure: no unit starts after
-// it, and units still running are interrupted (their context is
-// cancelled, so terraform gets SIGINT) and reported Canceled. Units that
-// never started are Skipped with ErrFailFast.
-func WithFailFast() Option {
-	return optionFunc(func(c *config) error { c.failFast = true; return nil })
-}
-
-// WithIgnoreErrors runs the dependents of a failed unit anyway.
-func WithIgnoreErrors() Option {
-	return optionFunc(func(c *config) error { c.ignoreErrors = true; return nil })
-}
-
-// WithIgnoreDependencyOrder makes every unit eligible at once; DependsOn
-// is still validated but no longer orders the run.
-func WithIgnoreDependencyOrder() Option {
-	return optionFunc(func(c *config) error { c.ignoreOrder = true; return nil })
-}
-
-// WithFilter selects units by ID with globs: "*" matches within one path
-// segment, "**" across "/" (doublestar syntax). A pattern starting with
-// "!" excludes. A unit runs when it matches some include pattern (or
-// there are none) and no exclude pattern. A pattern that matches none of
-// the units given to Run is an error wrapping ErrNoMatch that names it, so
-// a mistyped exclude never means "everything". Dependencies are not
-// pulled in: an unselected dependency is assumed done, though a path of
-// dependencies through unselected units still orders the selected ones.
-// May be given more than once; patterns add up.
-func WithFilter(patterns ...string) Option {
-	return optionFunc(func(c *config) error { return c.addFilter(patterns, false) })
-}
-
-// WithInclude is WithFilter; it reads better next to WithExclude.
-func WithInclude(patterns ...string) Option { return WithFilter(patterns...) }
-
-// WithExclude excludes units whose ID matches any of the globs (a leading
-// "!" turns a pattern back into an include).
-func WithExclude(patterns ...string) Option {
-	return optionFunc(func(c *config) error { return c.addFilter(patterns, true) })
-}
-
-func (c *config) addFilter(patterns []string, exclude bool) error {
-	if err := c.filter.Add(patterns, exclude); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadOption, err)
-	}
-	return nil
-}
-
-// WithShard runs only shard index (0-based) of count: a deterministic
-// subset for CI fan-out (one job of a matrix per shard). Every connected
-// group of dependent units lands on one shard, shards are balanced by unit
-// count, and the union of all shards is every unit exactly once. Sharding
-// is computed over all units given to Run, before filters apply.
-func WithShard(index, count int) Option {
-	return optionFunc(func(c *config) error {
-		if count < 1 || index < 0 || index >= count {
-			return fmt.Errorf("%w: WithShard(%d, %d), want 0 <= index < count", ErrBadOption, index, count)
-		}
-		c.shardIndex, c.shardCount = index, count
-		return nil
-	})
-}
-
-// WithEvents sets a callback for progress events. Calls are serialized
-// and in order; the callback must not block for long, since units wait
-// for it.
-func WithEvents(fn func(Event)) Option {
-	return optionFunc(func(c *config) error { c.events = fn; return nil })
 }
 
 // WithLogger sets the logger for the runner's own diagnostics; nil, like
@@ -260,27 +172,6 @@ func WithOutput(w io.Writer) Option {
 	return optionFunc(func(c *config) error { c.output = w; return nil })
 }
 
-// WithLogDir puts each unit's log in dir, named after the unit ID: a
-// readable, bounded, file-system-safe form of it plus a hash, so two IDs
-// never share a file. Without it the log of a unit is
-// DATADIR/tfisolate-logs/COMMAND.log in its workdir. Logs hold what
-// terraform prints (secrets too, with TF_LOG set): each is created 0600
-// with exclusive create and renamed into place, so a symlink or file
-// planted at its name is replaced, never followed or written; a log dir
-// is created 0700. dir, and every dir above it unless sticky (as /tmp
-// is), must be owned by the effective user or root and writable by no
-// one else, or the unit fails with an error wrapping ErrBadOption that
-// names the path, its owner and its mode.
-func WithLogDir(dir string) Option {
-	return optionFunc(func(c *config) error {
-		if dir == "" {
-			return fmt.Errorf("%w: WithLogDir(\"\")", ErrBadOption)
-		}
-		c.logDir = dir
-		return nil
-	})
-}
-
 // WithInterruptGrace sets how long terraform gets after SIGINT before it is
 // killed, once the run's context is cancelled.
 func WithInterruptGrace(d time.Duration) Option {
@@ -301,18 +192,6 @@ func WithRetry(p RetryPolicy) Option {
 			return fmt.Errorf("%w: WithRetry: %w", ErrBadOption, err)
 		}
 		c.retry = p
-		return nil
-	})
-}
-
-// WithStop ties the runner's Runs to s, a cancellation ladder a host CLI
-// drives from repeated Ctrl-C (see Stop).
-func WithStop(s *Stop) Option {
-	return optionFunc(func(c *config) error {
-		if s == nil {
-			return fmt.Errorf("%w: WithStop(nil)", ErrBadOption)
-		}
-		c.stop = s
 		return nil
 	})
 }
@@ -349,21 +228,6 @@ func WithCrashedEngineWait(d time.Duration) Option {
 // Recovered locks are listed in Result.RecoveredLocks.
 func WithStaleLockRecovery() Option {
 	return optionFunc(func(c *config) error { c.recoverLocks = true; return nil })
-}
-
-// WithSkipUnchanged makes Apply skip a unit whose inputs are identical to
-// those of that instance's last successful apply: the workdir's content
-// (the component, every local module it reaches, however deep, and the
-// generated files, variable files included), the lock file, terraform's
-// kind and version, the workspace, the arguments, the unit's Env and the
-// process's TF_VAR_*. Such a unit runs no terraform at all and is
-// reported Succeeded with Result.Unchanged. It is for CI runs that only
-// want what changed: drift in the real infrastructure, or a remote
-// module whose version constraint now resolves to a newer release, is
-// not an input and is not seen. See also Affected, which maps changed
-// file paths to units.
-func WithSkipUnchanged() Option {
-	return optionFunc(func(c *config) error { c.skipUnchanged = true; return nil })
 }
 
 // WithModuleStore keeps fetched remote modules in dir, shared by every

@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -74,7 +72,7 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 		maps.Copy(spec.Files, files)
 	}
 	t0 := time.Now()
-	w, err := rs.cfg.workdirs.Prepare(ctx, spec)
+	w, err := rs.cfg.workdirs.Prepare(workdir.WithLockWait(ctx, x.instanceWait), spec)
 	if err != nil {
 		var le *workdir.LockedError
 		if errors.As(err, &le) {
@@ -122,34 +120,16 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 // openLog creates the unit's log file and its output streams.
 func (x *unitRun) openLog() (*os.File, error) {
 	logPath := filepath.Join(x.w.DataDir, "tfisolate-logs", x.rs.cmd.String()+".log")
-	if d := x.rs.cfg.logDir; d != "" {
-		logPath = filepath.Join(d, logName(x.id))
+	if d := x.rs.opts.logDir; d != "" {
+		logPath = filepath.Join(d, logName(x.id, x.rs.cmd.String()))
 	}
-	f, err := createLog(logPath, x.rs.cfg.logDir)
+	f, err := createLog(logPath, x.rs.opts.logDir)
 	if err != nil {
 		return nil, err
 	}
 	x.res.Log = logPath
 	x.out = newUnitOutput(x.id, x.rs.out, f)
 	return f, nil
-}
-
-// logName turns a unit ID into a file name that is readable, at most 100
-// bytes, safe on every filesystem, and never the same for two IDs (a hash
-// of the ID ends it).
-func logName(id string) string {
-	var b strings.Builder
-	for _, r := range id {
-		switch {
-		case b.Len() >= 80:
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	sum := sha256.Sum256([]byte(id))
-	return strings.TrimLeft(b.String(), ".") + "-" + hex.EncodeToString(sum[:6]) + ".log"
 }
 
 func (x *unitRun) pipeline(ctx context.Context) (err error) {
@@ -177,6 +157,8 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 		if x.user, x.userDigest, err = x.userCLIConfig(); err != nil {
 			return fmt.Errorf("read your CLI config: %w", err)
 		}
+	} else if err := x.missingCLIConfig(); err != nil {
+		x.warnCLIConfig(err) // terraform warns too, but in every unit's output
 	}
 	manifest, err := x.modules(ctx)
 	if err != nil {
@@ -199,7 +181,7 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 	var inputs string
 	if applying {
 		inputs = x.inputsDigest()
-		if x.rs.cfg.skipUnchanged && x.unchanged(inputs) {
+		if x.rs.opts.skipUnchanged && x.unchanged(inputs) {
 			x.res.Unchanged = true
 			x.out.note("unchanged since the last successful apply; skipped")
 			if x.rs.feeds == nil || !x.rs.feeds[x.idx] {

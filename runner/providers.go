@@ -134,13 +134,11 @@ func (x *unitRun) lookupEnv(k string) (string, bool) {
 func (x *unitRun) userCLIConfig() (*pluginc.CLIConfigFile, string, error) {
 	e := x.rs.eng
 	user, err := pluginc.FindCLIConfig(string(e.Kind), e.RegistryHost(), x.lookupEnv)
+	if err == nil {
+		err = x.missingCLIConfig()
+	}
 	if err != nil {
-		// terraform warns about a CLI config it cannot use and runs on
-		// with the rest: so does the runner, once per Run.
-		x.rs.cliConfigWarning.Do(func() {
-			x.out.note("your CLI config: " + err.Error() + "; going on without it, as terraform would")
-			x.rs.cfg.logger.Warn("parts of the CLI config are left out", "err", err)
-		})
+		x.warnCLIConfig(err)
 	}
 	if user == nil {
 		return nil, "", nil
@@ -151,6 +149,38 @@ func (x *unitRun) userCLIConfig() (*pluginc.CLIConfigFile, string, error) {
 	}
 	sum := sha256.Sum256(b)
 	return user, hex.EncodeToString(sum[:]), nil
+}
+
+// warnCLIConfig says once per Run that parts of the user's CLI config
+// were left out, as terraform warns about a CLI config it cannot use and
+// runs on with the rest: in the unit's log and output stream, in the
+// logger, and in Report.Warnings.
+func (x *unitRun) warnCLIConfig(err error) {
+	x.rs.cliConfigWarning.Do(func() {
+		msg := "your CLI config: " + err.Error() + "; going on without it, as terraform would"
+		x.out.note(msg)
+		x.rs.cfg.logger.Warn("parts of the CLI config are left out", "unit", x.id, "err", err)
+		x.rs.warn(msg)
+	})
+}
+
+// missingCLIConfig reports a TF_CLI_CONFIG_FILE (or TERRAFORM_CONFIG)
+// that names no file, common in CI images. FindCLIConfig takes it as no
+// config, as terraform does; but terraform warns about it, and with a
+// plugin cache terraform is given the runner's config instead and never
+// sees the missing name, so the runner warns.
+func (x *unitRun) missingCLIConfig() error {
+	for _, k := range []string{"TF_CLI_CONFIG_FILE", "TERRAFORM_CONFIG"} {
+		p, _ := x.lookupEnv(k)
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s names %s, which does not exist", k, p)
+		}
+		return nil
+	}
+	return nil
 }
 
 // writeCLIConfig writes the CLI config the unit's terraform gets: the

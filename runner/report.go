@@ -24,11 +24,52 @@ type Event struct {
 	// a process an earlier, crashed run of its instance left running (its
 	// terraform, still finishing); see WithCrashedEngineWait.
 	WaitPID int
+	// Wait is set on the events a unit sends while someone else's lock
+	// keeps it waiting (see Wait), so a progress display can say "waiting
+	// for the state lock held by ..." instead of "apply running".
+	Wait *Wait
 	// Retry is set (1, 2, ...) on the event sent when a phase is retried
 	// after a transient error; Err is that error.
 	Retry int
 	Err   error // set with PhaseDone when the unit did not succeed, and with a retry
 }
+
+// Wait describes a unit waiting for a lock someone else holds. A unit
+// sends an event with a Wait (PhaseWait, Status Running) when a
+// wait starts, when the holder it learns of changes or, for a state lock,
+// at each new attempt, and when the wait ends (Done). The waits also add
+// up in Result.LockWait.
+type Wait struct {
+	// Lock is WaitInstanceLock or WaitStateLock.
+	Lock string
+	// Instance is the instance lock's holder as it recorded itself: the
+	// process, host and since when (nil until it has recorded itself).
+	Instance *workdir.Holder
+	// State is the state lock's holder as terraform reported it (nil
+	// when terraform did not say).
+	State *StateLock
+	// Waited is how long this wait has lasted so far; with Done, in all
+	// (for a state lock, up to the start of the attempt that got it).
+	Waited time.Duration
+	// Next is set for a state lock: terraform itself waits for the lock
+	// in the unit's next attempt, at most this long (8 s at most). No
+	// new Wait event by then means that attempt got the lock and the
+	// command is running; the Done event only comes when that attempt
+	// ends, since terraform does not say when it took the lock.
+	Next time.Duration
+	// Done is set on the last event of a wait: the lock was taken, or
+	// the unit gave up (its context ended, or WithLockTimeout ran out).
+	Done bool
+}
+
+// The locks a Wait can be for.
+const (
+	// WaitInstanceLock is the workdir's cross-process lock on the
+	// instance (one run of an instance at a time).
+	WaitInstanceLock = "instance"
+	// WaitStateLock is terraform's lock on the unit's state.
+	WaitStateLock = "state"
+)
 
 // Result is the outcome of one unit. Its JSON form is documented on
 // MarshalJSON.
@@ -36,9 +77,11 @@ type Result struct {
 	Unit   string
 	Status Status
 	Err    error
-	// Started is false for a unit that never began (skipped after a
-	// failed dependency, stopped by fail-fast, by a Stop or by the
-	// context before its turn).
+	// Started is false for a unit that never began; such a unit is
+	// always Skipped, its error wrapping ErrSkipped and the cause: a
+	// failed dependency (ErrDependencyFailed), fail-fast (ErrFailFast),
+	// a Stop (ErrStopped) or the Run's context (its cause, e.g.
+	// context.Canceled).
 	Started  bool
 	Duration time.Duration
 	// LockWait is the time spent waiting for locks held by others: the
@@ -226,14 +269,21 @@ type Report struct {
 	Command string
 	Engine  Engine
 	Results []Result
+	// Warnings are what the Run has to say once, not per unit: a user CLI
+	// config left out (one that does not parse, or a TF_CLI_CONFIG_FILE
+	// naming a missing file). Each is also in the log and output of the
+	// unit that met it first and in the logger.
+	Warnings []string
 	// Duration is the wall time of the Run.
 	Duration time.Duration
 }
 
-// Err joins the errors of the units that failed or were canceled, and,
-// when a Stop kept units from starting, one error wrapping ErrStopped
-// that names them; nil when all went through. Units skipped because a
-// dependency failed are left out: their cause is already in it.
+// Err joins the errors of the units that failed or were canceled, of
+// those the Run's context kept from starting (each wraps the context's
+// cause), and, when a Stop kept units from starting, one error wrapping
+// ErrStopped that names them; nil when all went through. Units skipped
+// because a dependency failed or by fail-fast are left out: their cause
+// is already in it.
 func (r *Report) Err() error {
 	if r == nil {
 		return nil
@@ -246,6 +296,8 @@ func (r *Report) Err() error {
 			errs = append(errs, fmt.Errorf("unit %s: %w", res.Unit, res.Err))
 		case res.Status == Skipped && errors.Is(res.Err, ErrStopped):
 			stopped = append(stopped, res.Unit)
+		case res.Status == Skipped && !errors.Is(res.Err, ErrDependencyFailed) && !errors.Is(res.Err, ErrFailFast):
+			errs = append(errs, fmt.Errorf("unit %s: %w", res.Unit, res.Err))
 		}
 	}
 	if len(stopped) > 0 {

@@ -27,7 +27,7 @@ type Runner struct {
 // WithTerraform and WithFinder), and Binary says which one it is.
 func New(opts ...Option) (*Runner, error) {
 	cfg := config{
-		parallelism: DefaultParallelism,
+		run:         runConfig{parallelism: DefaultParallelism},
 		lockTimeout: DefaultLockTimeout,
 		grace:       DefaultInterruptGrace,
 		crashWait:   DefaultCrashedEngineWait,
@@ -116,27 +116,44 @@ func defaultInstallDir() string {
 	return filepath.Join(c, "tfisolate", "terraform")
 }
 
-// Run validates the units and runs cmd over the selected ones, in
-// dependency order (reversed for destroy commands), at most the
-// configured parallelism at once, each unit starting as soon as the units
-// it depends on are done. Invalid input (a nil context, an invalid
-// command, unit or filter): nothing runs, the report is nil and the error
-// says why. Otherwise the report has one result per selected unit, and
-// the error is report.Err(): non-nil when any unit failed or was
-// canceled. Run returns only after every goroutine and terraform process
-// it started has ended.
+// Run runs cmd over units with the Runner's defaults for every per-Run
+// choice; it is RunWith(ctx, cmd, units).
 func (r *Runner) Run(ctx context.Context, cmd Command, units ...Unit) (*Report, error) {
+	return r.RunWith(ctx, cmd, units)
+}
+
+// RunWith validates the units and runs cmd over the selected ones, in
+// dependency order (reversed for destroy commands), at most the Run's
+// parallelism at once, each unit starting as soon as the units it depends
+// on are done. opts are this Run's choices (filters, exact IDs, shard,
+// Stop, skip-unchanged, log dir, events, failure policy, parallelism);
+// each wins over the same choice given to New, which applies otherwise.
+// Invalid input (a nil context, an invalid command, unit, option or
+// filter): nothing runs, the report is nil and the error says why.
+// Otherwise the report has one result per selected unit, and the error is
+// report.Err(): non-nil when any unit failed, was canceled or never
+// started because the Run was stopped. RunWith returns only after every
+// goroutine and terraform process it started has ended.
+func (r *Runner) RunWith(ctx context.Context, cmd Command, units []Unit, opts ...RunOption) (*Report, error) {
 	if ctx == nil {
 		return nil, ErrNilContext
 	}
 	if err := r.usable(); err != nil {
 		return nil, err
 	}
+	rc, err := r.cfg.run.forCall(opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx, cmd, units, &rc)
+}
+
+func (r *Runner) run(ctx context.Context, cmd Command, units []Unit, rc *runConfig) (*Report, error) {
 	start := time.Now()
 	if err := cmd.valid(); err != nil {
 		return nil, err
 	}
-	g, sel, err := r.selection(units)
+	g, sel, err := rc.selection(units)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +164,7 @@ func (r *Runner) Run(ctx context.Context, cmd Command, units ...Unit) (*Report, 
 	if err != nil {
 		return nil, err
 	}
-	rs, err := r.newRunState(cmd, eng, forEngine(units, eng), g)
+	rs, err := r.newRunState(cmd, rc, eng, forEngine(units, eng), g)
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +175,7 @@ func (r *Runner) Run(ctx context.Context, cmd Command, units ...Unit) (*Report, 
 	rs.feeds = rs.feedsGenerate(sel)
 	rep := &Report{Command: cmd.String(), Engine: publicEngine(eng)}
 	rep.Results = rs.run(ctx, sel)
+	rep.Warnings = rs.warnings // every unit is done: no more writers
 	rep.Duration = time.Since(start)
 	return rep, rep.Err()
 }
@@ -175,48 +193,29 @@ func (r *Runner) usable() error {
 // would run the selected ones in, as waves. Each wave holds sorted unit
 // IDs that depend only on units of earlier waves; with
 // WithIgnoreDependencyOrder everything is one wave. Nothing is executed
-// and nothing is written.
+// and nothing is written. It is OrderWith(cmd, units).
 func (r *Runner) Order(cmd Command, units ...Unit) ([][]string, error) {
+	return r.OrderWith(cmd, units)
+}
+
+// OrderWith is Order under the per-Run choices opts, as RunWith would
+// take them.
+func (r *Runner) OrderWith(cmd Command, units []Unit, opts ...RunOption) ([][]string, error) {
 	if err := r.usable(); err != nil {
+		return nil, err
+	}
+	rc, err := r.cfg.run.forCall(opts)
+	if err != nil {
 		return nil, err
 	}
 	if err := cmd.valid(); err != nil {
 		return nil, err
 	}
-	g, sel, err := r.selection(units)
+	g, sel, err := rc.selection(units)
 	if err != nil {
 		return nil, err
 	}
-	return g.Waves(sel, r.cfg.policy(cmd)), nil
-}
-
-// selection validates the graph and applies shards and filters.
-func (r *Runner) selection(units []Unit) (*queue.Graph, []bool, error) {
-	ids := make([]string, len(units))
-	deps := make([][]string, len(units))
-	for i := range units {
-		ids[i] = units[i].id()
-		deps[i] = units[i].DependsOn
-	}
-	g, err := queue.New(ids, deps)
-	if err != nil {
-		return nil, nil, err
-	}
-	sel, err := g.Select(&r.cfg.filter, r.cfg.shardIndex, r.cfg.shardCount)
-	if err != nil {
-		return nil, nil, err
-	}
-	return g, sel, nil
-}
-
-func (c *config) policy(cmd Command) queue.Policy {
-	return queue.Policy{
-		Parallelism:  c.parallelism,
-		Reverse:      cmd.reverse,
-		IgnoreOrder:  c.ignoreOrder,
-		FailFast:     c.failFast,
-		IgnoreErrors: c.ignoreErrors,
-	}
+	return g.Waves(sel, rc.policy(cmd)), nil
 }
 
 // checkUnits validates every selected unit's workdir spec, arguments and
@@ -254,19 +253,21 @@ func (r *Runner) checkUnits(units []Unit, sel []bool) error {
 // it on a lock a crashed run left behind (ErrStateLocked names the ID);
 // releasing a lock a live run still holds lets two runs write the state.
 func (r *Runner) ForceUnlock(ctx context.Context, u Unit, lockID string) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	if err := r.usable(); err != nil {
 		return err
 	}
 	if lockID == "" {
 		return fmt.Errorf("%w: ForceUnlock with an empty lock ID", ErrBadOption)
 	}
-	one := &Runner{cfg: r.cfg}
-	one.cfg.filter, one.cfg.shardIndex, one.cfg.shardCount = queue.Filter{}, 0, 0
-	one.cfg.failFast, one.cfg.ignoreErrors, one.cfg.ignoreOrder = false, false, true
-	r.mu.Lock()
-	one.eng = r.eng
-	r.mu.Unlock()
+	// The Runner's log dir, events and Stop apply; no selection or
+	// failure policy does: the one unit runs, alone.
+	rc := r.cfg.run
+	rc.filter, rc.ids, rc.dependents, rc.shardIndex, rc.shardCount = queue.Filter{}, nil, false, 0, 0
+	rc.failFast, rc.ignoreErrors, rc.ignoreOrder, rc.skipUnchanged = false, false, true, false
 	u.DependsOn = nil
-	_, err := one.Run(ctx, Command{name: "force-unlock", kind: kindForceUnlock, phase: PhaseStep, lockID: lockID}, u)
+	_, err := r.run(ctx, Command{name: "force-unlock", kind: kindForceUnlock, phase: PhaseStep, lockID: lockID}, []Unit{u}, &rc)
 	return err
 }

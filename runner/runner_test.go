@@ -55,7 +55,7 @@ func TestFilterIncludeExclude(t *testing.T) {
 	for _, opts := range [][]runner.Option{
 		{runner.WithFilter("plat-*/elasticache/*", "!**/redis-cluster-3")},
 		{runner.WithFilter("plat-*/elasticache/*", "!*/*/redis-cluster-3")},
-		{runner.WithInclude("plat-*/elasticache/*"), runner.WithExclude("**/redis-cluster-3")},
+		{runner.WithFilter("plat-*/elasticache/*"), runner.WithExclude("**/redis-cluster-3")},
 	} {
 		r, _ := newTestRunner(t, opts...)
 		waves, err := r.Order(runner.Apply, redisUnits("components/terraform/elasticache")...)

@@ -23,6 +23,7 @@ import (
 // runState is what the units of one Run share.
 type runState struct {
 	cfg   *config
+	opts  *runConfig // this Run's choices
 	cmd   Command
 	eng   engine.Info
 	units []Unit
@@ -38,6 +39,8 @@ type runState struct {
 	// cliConfigWarning says once per Run that parts of the user's CLI
 	// config were left out.
 	cliConfigWarning sync.Once
+	warnMu           sync.Mutex
+	warnings         []string // Report.Warnings
 	// ordered forces dependency order (the Output pass ignores
 	// WithIgnoreDependencyOrder, or it could not feed a Generate).
 	ordered bool
@@ -61,7 +64,7 @@ const (
 	runDirLock   = ".lock"
 )
 
-func (r *Runner) newRunState(cmd Command, eng engine.Info, units []Unit, g *queue.Graph) (*runState, error) {
+func (r *Runner) newRunState(cmd Command, rc *runConfig, eng engine.Info, units []Unit, g *queue.Graph) (*runState, error) {
 	sweepRunDirs(r.cfg.logger)
 	tmp, err := os.MkdirTemp("", runDirPrefix)
 	if err != nil {
@@ -71,13 +74,13 @@ func (r *Runner) newRunState(cmd Command, eng engine.Info, units []Unit, g *queu
 	if err := lk.Lock(); err != nil {
 		return nil, errors.Join(fmt.Errorf("lock run dir: %w", err), os.RemoveAll(tmp))
 	}
-	rs := &runState{cfg: &r.cfg, cmd: cmd, eng: eng, units: units, g: g, tmp: tmp, tmpLock: lk,
-		results: make([]Result, len(units)), em: &emitter{fn: r.cfg.events, engine: publicEngine(eng)}}
+	rs := &runState{cfg: &r.cfg, opts: rc, cmd: cmd, eng: eng, units: units, g: g, tmp: tmp, tmpLock: lk,
+		results: make([]Result, len(units)), em: &emitter{fn: rc.events, engine: publicEngine(eng)}}
 	if r.cfg.output != nil {
 		rs.out = &combined{w: r.cfg.output}
 	}
-	if r.cfg.stop != nil {
-		rs.kill = r.cfg.stop.Killing()
+	if rc.stop != nil {
+		rs.kill = rc.stop.Killing()
 	}
 	if rs.modStore, err = r.cfg.openModuleStore(); err != nil {
 		rs.close()
@@ -154,7 +157,7 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var drain <-chan struct{}
-	if s := rs.cfg.stop; s != nil {
+	if s := rs.opts.stop; s != nil {
 		drain = s.Draining()
 		watcher.Add(1)
 		go func() {
@@ -166,7 +169,7 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 			}
 		}()
 	}
-	policy := rs.cfg.policy(rs.cmd)
+	policy := rs.opts.policy(rs.cmd)
 	if rs.ordered {
 		policy.IgnoreOrder = false
 	}
@@ -180,7 +183,7 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 		},
 		func(i int, o queue.Outcome) {
 			res := &rs.results[i]
-			res.Status, res.Err, res.Started = status(o.Status), o.Err, o.Started
+			res.Status, res.Err, res.Started = outcome(o)
 			rs.em.emit(Event{Unit: res.Unit, Phase: PhaseDone, Status: res.Status, Err: res.Err})
 		})
 	out := make([]Result, 0, len(rs.units))
@@ -190,6 +193,13 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 		}
 	}
 	return out
+}
+
+// warn adds a warning about the whole Run to its report.
+func (rs *runState) warn(msg string) {
+	rs.warnMu.Lock()
+	defer rs.warnMu.Unlock()
+	rs.warnings = append(rs.warnings, msg)
 }
 
 // runUnitSafely is runUnit with a panic (in the SDK, a dependency or the
@@ -204,6 +214,19 @@ func (rs *runState) runUnitSafely(ctx context.Context, i int) (res Result, err e
 		}
 	}()
 	return rs.runUnit(ctx, i)
+}
+
+// outcome turns the queue's outcome into a Result's status, error and
+// Started. A unit that never started is Skipped whatever kept it from
+// starting, with the cause in its error (which wraps ErrSkipped): a failed
+// dependency, fail-fast, a Stop, or the Run's context ending (the queue
+// calls that last one Canceled; Canceled is kept for a unit that started
+// and was interrupted).
+func outcome(o queue.Outcome) (Status, error, bool) {
+	if !o.Started && o.Status == queue.Canceled {
+		return Skipped, fmt.Errorf("%w: %w", ErrSkipped, o.Err), false
+	}
+	return status(o.Status), o.Err, o.Started
 }
 
 func status(s queue.Status) Status {
@@ -227,7 +250,7 @@ func status(s queue.Status) Status {
 // its outputs are those the Run read before the command (depOutputs).
 func (rs *runState) depResults(i int) map[string]Result {
 	out := map[string]Result{}
-	inOrder := !rs.cmd.reverse && (!rs.cfg.ignoreOrder || rs.ordered)
+	inOrder := !rs.cmd.reverse && (!rs.opts.ignoreOrder || rs.ordered)
 	for _, d := range rs.g.Deps(i) {
 		pre, read := rs.depOutputs[d]
 		ran := inOrder && (rs.results[d].Started || rs.results[d].Status != Queued)

@@ -5,6 +5,15 @@ import "fmt"
 // Status is where a unit stands. A Result always holds one of Succeeded,
 // Failed, Skipped or Canceled; events also use Queued and Running. In
 // JSON a Status is its String form.
+//
+// Skipped is the one status of a unit that never started, whatever the
+// cause, which its error names (it wraps ErrSkipped and one of
+// ErrDependencyFailed, ErrFailFast, ErrStopped or the cause of the Run's
+// cancelled context). Canceled is a unit that started and was
+// interrupted. The status names are unchanged in JSON; what changed
+// (issue 17 item 12) is that a unit the context kept from starting, once
+// "canceled", is now "skipped". A JSON reader that wants "never started"
+// can read "started": false, which has always meant it.
 type Status int
 
 // Statuses.
@@ -57,9 +66,14 @@ const (
 	PhaseValidate
 	PhaseOutput
 	PhaseStep
+	// PhaseWait: the unit waits for a lock someone else holds; the
+	// event's Wait says which lock, its holder and how long. A host that
+	// switches on the phase can ignore it; the unit's phase is still the
+	// one of the last other event.
+	PhaseWait
 )
 
-var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step"}
+var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step", "wait"}
 
 // String returns the phase in lower case, as shown in events.
 func (p Phase) String() string {

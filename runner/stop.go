@@ -37,9 +37,10 @@ func (l StopLevel) String() string {
 // Stop is a cancellation ladder for host CLIs, as a terminal user expects
 // from repeated Ctrl-C: the first Request drains (no new unit starts,
 // running ones finish), the second interrupts terraform, the third kills
-// it. A Stop given to WithStop applies to every Run of that runner, the
-// ones under way and later ones; units that never started are in the
-// report (Result.Started false, ErrStopped). Cancelling Run's context is
+// it. A Stop given to RunWith (WithStop) ends only that Run; one given to
+// New applies to every Run of that runner, the ones under way and later
+// ones. Units that never started are in the report (Result.Started
+// false, ErrStopped). Cancelling Run's context is
 // the same as a second request for that Run. The zero Stop is ready to
 // use, like NewStop's. Its methods are safe for concurrent use.
 type Stop struct {

@@ -93,7 +93,7 @@ func TestTFLogHonoured(t *testing.T) {
 	// One debug log per unit, beside the path given, 0600 (terraform
 	// logs every -var there); a unit's own TF_LOG_PATH is kept.
 	for _, id := range []string{"plat-ue2-dev/logged-a", "plat-ue2-dev/logged-b"} {
-		p := filepath.Join(dir, "tf."+strings.TrimSuffix(logName(id), ".log")+".log")
+		p := filepath.Join(dir, "tf."+unitFileName(id)+".log")
 		b, err := os.ReadFile(p)
 		require.NoError(t, err, id)
 		require.Contains(t, string(b), "[DEBUG]")

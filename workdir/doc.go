@@ -46,7 +46,8 @@
 //     across goroutines and processes, waiting under the caller's context
 //     (invariant 3). A wait that ends returns a *LockedError naming the
 //     holder; a wait that succeeds is reported in Workdir.LockWait and
-//     Workdir.Holder.
+//     Workdir.Holder, and, under a context from WithLockWait, as it
+//     happens: when it starts, when the holder changes, when it ends.
 //   - A new home is built in ROOT/.tmp and renamed into place. A refresh
 //     replaces each changed file by rename and deletes files the source no
 //     longer has, between an "incomplete" stamp written first and a complete

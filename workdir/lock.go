@@ -45,8 +45,13 @@ func (m *Manager) lock(ctx context.Context, stack, instance, id string) (*instan
 		lk.waitedFor = readHolder(lk.holder)
 		m.log.InfoContext(ctx, "waiting for instance lock", "stack", stack, "instance", instance, "holder", lk.waitedFor)
 		t0 := time.Now()
-		ok, err = m.waitLock(ctx, lk)
+		report := func(h *Holder) {
+			reportWait(ctx, LockWait{Stack: stack, Instance: instance, Holder: h, Waited: time.Since(t0)})
+		}
+		report(lk.waitedFor)
+		ok, err = m.waitLock(ctx, lk, report)
 		lk.waited = time.Since(t0)
+		reportWait(ctx, LockWait{Stack: stack, Instance: instance, Holder: lk.waitedFor, Waited: lk.waited, Done: true})
 	}
 	if !ok {
 		_ = lk.fl.Close()
@@ -73,8 +78,9 @@ func (m *Manager) lock(ctx context.Context, stack, instance, id string) (*instan
 // waitLock polls the flock until it is taken or ctx ends, reading the
 // holder note on every miss: a holder writes its note just after taking
 // the lock, so the first miss may come before the note exists, and a
-// later holder replaces an earlier one. The last note seen is kept.
-func (m *Manager) waitLock(ctx context.Context, lk *instanceLock) (bool, error) {
+// later holder replaces an earlier one. The last note seen is kept, and
+// a new one is reported.
+func (m *Manager) waitLock(ctx context.Context, lk *instanceLock, report func(*Holder)) (bool, error) {
 	t := time.NewTimer(m.lockRetry)
 	defer t.Stop()
 	for {
@@ -88,6 +94,9 @@ func (m *Manager) waitLock(ctx context.Context, lk *instanceLock) (bool, error) 
 			return ok, err
 		}
 		if h := readHolder(lk.holder); h != nil {
+			if old := lk.waitedFor; old == nil || h.PID != old.PID || h.Host != old.Host || !h.Since.Equal(old.Since) {
+				report(h)
+			}
 			lk.waitedFor = h
 		}
 		t.Reset(m.lockRetry)
