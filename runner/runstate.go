@@ -57,7 +57,7 @@ type runState struct {
 }
 
 // runDirPrefix names the private dirs of Runs in the temp dir; a Run
-// holds a flock on its dir's lockName, so dirs whose lock is free belong
+// holds a flock on its dir's runDirLock file, so dirs whose lock is free belong
 // to runners that died, and the next Run removes them.
 const (
 	runDirPrefix = "tfisolate-run-"

@@ -53,8 +53,11 @@ func (s *Status) UnmarshalText(b []byte) error {
 // Phase is the step a unit is in when an Event is sent.
 type Phase int
 
-// Phases, in the order a unit goes through them. A unit sends PhaseQueued
-// first and PhaseDone last; the ones in between depend on the command.
+// Phases. A unit sends PhaseQueued first, then PhasePrepare, then those
+// of its command (PhaseInit, and PhasePlan, PhaseApply, PhaseDestroy,
+// PhaseValidate, PhaseOutput or PhaseStep), PhaseWait whenever it waits
+// for a lock, and PhaseDone last. The values are not that order: phases
+// added later come last, so the values hosts stored keep their meaning.
 const (
 	PhaseQueued Phase = iota
 	PhasePrepare
