@@ -93,4 +93,7 @@ var (
 	// ErrGenerate is wrapped by the error of a unit whose Generate
 	// function failed.
 	ErrGenerate = errors.New("generate files")
+	// ErrOutOfMemory is wrapped by an *OutOfMemoryError: the kernel's
+	// OOM killer killed the unit's terraform or one of its plugins.
+	ErrOutOfMemory = errors.New("out of memory")
 )
