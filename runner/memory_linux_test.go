@@ -1,11 +1,16 @@
 package runner
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +19,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/memory"
 	"github.com/tfisolate/tfisolate/internal/testprovider/provider"
+	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -152,4 +158,205 @@ func TestMemoryBudgetKeepsUnitsWithinIt(t *testing.T) {
 	require.Equal(t, peak, first.Memory, "the first unit to wait is expected at the peak the first Run measured")
 	require.True(t, slices.IsSorted(ev2.admitted), "admitted in order: %v", ev2.admitted)
 	t.Logf("second run: all units together at most %d MiB", together>>20)
+}
+
+// memoryChildRole makes the test binary a host that runs Plan over the
+// units of a memoryChild config, inside the memory cgroup its parent
+// moved it into, and prints the report as JSON on its last line.
+const memoryChildRole = "memory"
+
+type memoryChild struct {
+	TF, Root, Cache string
+	Specs           []workdir.Spec
+	Env             map[string]string // every unit's
+	Budget          int64             // WithMemoryBudget's argument
+	NoRetry         bool
+}
+
+func runMemoryChild() int {
+	var cfg memoryChild
+	if err := json.Unmarshal([]byte(os.Getenv(childConfigEnv)), &cfg); err != nil {
+		fmt.Println("bad child config:", err)
+		return 2
+	}
+	// The parent moves this process into the cgroup, then says go.
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fmt.Println("no go:", err)
+		return 2
+	}
+	wd, err := workdir.New(cfg.Root)
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	cache, err := pluginc.Open(cfg.Cache)
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	retry := DefaultRetry
+	retry.NoOutOfMemoryRetry = cfg.NoRetry
+	r, err := New(WithWorkdirs(wd), WithPluginCache(cache), WithTerraform(cfg.TF), WithParallelism(len(cfg.Specs)),
+		WithMemoryBudget(cfg.Budget), WithRetry(retry))
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	var units []Unit
+	for _, s := range cfg.Specs {
+		units = append(units, Unit{Workdir: s, Env: cfg.Env})
+	}
+	rep, err := r.Run(context.Background(), Plan, units...)
+	if rep == nil {
+		fmt.Println("no report:", err)
+		return 2
+	}
+	b, _ := json.Marshal(rep)
+	fmt.Printf("\n%s\n", b)
+	return 0
+}
+
+// memCgroup is a memory cgroup this test made under its own, limited to
+// limit bytes; it is removed at cleanup.
+type memCgroup struct {
+	dir string
+	v2  bool
+}
+
+// newMemCgroup makes the cgroup, or skips the test saying why it cannot.
+func newMemCgroup(t *testing.T, limit int64) *memCgroup {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("making a memory cgroup needs root")
+	}
+	parent, v2 := memory.CgroupDir()
+	if parent == "" {
+		t.Skip("no memory cgroup found for this process (/proc/self/cgroup, /proc/self/mountinfo)")
+	}
+	// A child of this process's own cgroup: whatever limits the test
+	// runs under still apply to it.
+	dir := filepath.Join(parent, fmt.Sprintf("tfisolate-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cannot make a memory cgroup under %s: %v", parent, err)
+	}
+	cg := &memCgroup{dir: dir, v2: v2}
+	t.Cleanup(func() {
+		// Its processes have ended (the child host was waited for);
+		// rmdir of an empty cgroup is all that is left.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := os.Remove(dir)
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("remove cgroup %s: %v", dir, err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond) // the kernel frees a dying cgroup's pages asynchronously
+		}
+	})
+	write := func(name, v string) error { return os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644) }
+	var err error
+	if v2 {
+		err = write("memory.max", fmt.Sprint(limit))
+		if err == nil {
+			err = write("memory.swap.max", "0")
+			if errors.Is(err, os.ErrNotExist) {
+				err = nil
+			}
+		}
+	} else {
+		err = write("memory.limit_in_bytes", fmt.Sprint(limit))
+		if _, serr := os.Stat(filepath.Join(dir, "memory.memsw.limit_in_bytes")); err == nil && serr == nil {
+			err = write("memory.memsw.limit_in_bytes", fmt.Sprint(limit)) // no swapping out of the OOM
+		}
+	}
+	if err != nil {
+		t.Skipf("cannot limit the memory cgroup %s: %v", dir, err)
+	}
+	return cg
+}
+
+// runIn runs a memory child host inside the cgroup and returns its report.
+func (cg *memCgroup) runIn(t *testing.T, cfg memoryChild) *Report {
+	t.Helper()
+	b, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+memoryChildRole, childConfigEnv+"="+string(b))
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	var out, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	require.NoError(t, cmd.Start())
+	err = os.WriteFile(filepath.Join(cg.dir, "cgroup.procs"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o644)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Skipf("cannot move a process into the memory cgroup %s: %v", cg.dir, err)
+	}
+	_, err = in.Write([]byte("go\n"))
+	require.NoError(t, err)
+	require.NoError(t, in.Close())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("the child host did not finish in 5 minutes; stdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
+	}
+	require.NoError(t, err, "child host: stdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var rep Report
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &rep), "child host: stdout:\n%s", out.String())
+	return &rep
+}
+
+// The failure mode is real, and the budget prevents it: in a cgroup too
+// small for all units at once, the units get OOM-killed without a budget
+// and are reported as out of memory; with the budget read from the
+// cgroup, none is and all succeed.
+func TestMemoryBudgetPreventsOOMKillsInACgroup(t *testing.T) {
+	const limit = 1 << 30
+	cg := newMemCgroup(t, limit)
+	w := newWorld(t)
+	units := memoryUnits(t, w, memUnits, memAllocMiB)
+	// Warm the cache and the workdirs outside the cgroup: init configures
+	// no provider, so nothing is allocated.
+	_, err := w.runner(t, WithParallelism(memUnits)).Run(testCtx(t), Init, units...)
+	require.NoError(t, err)
+	base := memoryChild{TF: w.tf, Root: w.wd.Root(), Cache: w.cache.Dir(), Env: units[0].Env}
+	for _, u := range units {
+		base.Specs = append(base.Specs, u.Workdir)
+	}
+
+	off := base
+	off.Budget, off.NoRetry = NoMemoryBudget, true
+	rep := cg.runIn(t, off)
+	killed := 0
+	for _, res := range rep.Results {
+		t.Logf("budget off: %s %s peak %d MiB out_of_memory=%v err=%v", res.Unit, res.Status, res.MemoryPeak>>20, res.OutOfMemory, res.Err)
+		if res.Status == Succeeded {
+			continue
+		}
+		require.True(t, res.OutOfMemory, "%s failed for memory and is reported so: %v", res.Unit, res.Err)
+		require.ErrorContains(t, res.Err, ErrOutOfMemory.Error())
+		killed++
+	}
+	require.Positive(t, killed, "without a budget, the kernel killed units for memory")
+
+	on := base
+	on.Budget = 0 // read from the machine: the cgroup's limit
+	rep = cg.runIn(t, on)
+	for _, res := range rep.Results {
+		t.Logf("budget on: %s %s peak %d MiB wait %s", res.Unit, res.Status, res.MemoryPeak>>20, res.MemoryWait)
+		require.Equal(t, Succeeded, res.Status, "%s: %v", res.Unit, res.Err)
+		require.False(t, res.OutOfMemory)
+		require.Zero(t, res.Retries, "%s was never killed, so never retried", res.Unit)
+	}
 }
