@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -350,6 +351,23 @@ func TestMemoryBudgetPreventsOOMKillsInACgroup(t *testing.T) {
 	}
 	require.Positive(t, killed, "without a budget, the kernel killed units for memory")
 
+	// The same without a budget, with the retry after an OOM kill: a
+	// killed unit runs once more when fewer units run; never twice.
+	retried := base
+	retried.Budget = NoMemoryBudget
+	rep = cg.runIn(t, retried)
+	again := 0
+	for _, res := range rep.Results {
+		t.Logf("budget off, retry on: %s %s retries %d out_of_memory=%v", res.Unit, res.Status, res.Retries, res.OutOfMemory)
+		require.LessOrEqual(t, res.Retries, 1, "%s: retried once at most", res.Unit)
+		if res.Status != Succeeded {
+			require.True(t, res.OutOfMemory, "%s: %v", res.Unit, res.Err)
+			require.Equal(t, 1, res.Retries, "%s was killed, retried, and killed again", res.Unit)
+		}
+		again += res.Retries
+	}
+	require.Positive(t, again, "killed units were retried")
+
 	on := base
 	on.Budget = 0 // read from the machine: the cgroup's limit
 	rep = cg.runIn(t, on)
@@ -359,4 +377,30 @@ func TestMemoryBudgetPreventsOOMKillsInACgroup(t *testing.T) {
 		require.False(t, res.OutOfMemory)
 		require.Zero(t, res.Retries, "%s was never killed, so never retried", res.Unit)
 	}
+}
+
+// A unit expected to use more than the whole budget runs alone, with a
+// warning that names it.
+func TestMemoryUnitOverTheBudgetRunsAlone(t *testing.T) {
+	w := newWorld(t)
+	units := memoryUnits(t, w, 3, 200)
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	// Learn the units' peak first.
+	_, err := w.runner(t, WithParallelism(3), WithMemoryBudget(1<<30)).Run(testCtx(t), Plan, units[:1]...)
+	require.NoError(t, err)
+	r := w.runner(t, WithParallelism(3), WithMemoryBudget(100<<20), WithLogger(log))
+	s := sampleTree()
+	rep, err := r.Run(testCtx(t), Plan, units...)
+	together := s.Stop()
+	require.NoError(t, err)
+	var peak int64
+	for _, res := range rep.Results {
+		require.Equal(t, Succeeded, res.Status)
+		peak = max(peak, res.MemoryPeak)
+		require.Contains(t, logs.String(), "unit="+res.Unit, "a warning names %s", res.Unit)
+	}
+	require.Contains(t, logs.String(), "unit expects more memory than the whole budget; it runs alone")
+	t.Logf("unit peak %d MiB, together at most %d MiB", peak>>20, together>>20)
+	require.Less(t, together, peak*3/2, "one unit at a time")
 }
