@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -99,7 +101,12 @@ func (rs *runState) newMemGate() *memGate {
 	case b == 0:
 		mc, err := memory.Read()
 		if err != nil {
-			log.Warn("no memory budget: cannot read the machine's memory", "err", err)
+			// Expected where there is no /proc (only Linux has a budget by default).
+			level := slog.LevelDebug
+			if runtime.GOOS == "linux" {
+				level = slog.LevelWarn
+			}
+			log.Log(context.Background(), level, "no memory budget: cannot read the machine's memory", "err", err)
 			break
 		}
 		m.budget = mc.Budget()
@@ -119,7 +126,7 @@ func (rs *runState) newMemGate() *memGate {
 // unmeasuredPeak is what a unit of a component never measured is expected
 // to use until one of its units has run: terraform with a large provider
 // (the AWS provider alone is a few hundred MB).
-const unmeasuredPeak int64 = 1 << 30
+const unmeasuredPeak int64 = 512 << 20
 
 func memKey(engine, source string) string { return engine + "\x00" + source }
 

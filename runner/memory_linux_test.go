@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +18,6 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/memory"
 	"github.com/tfisolate/tfisolate/internal/testprovider/provider"
-	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -159,62 +156,6 @@ func TestMemoryBudgetKeepsUnitsWithinIt(t *testing.T) {
 	require.Equal(t, peak, first.Memory, "the first unit to wait is expected at the peak the first Run measured")
 	require.True(t, slices.IsSorted(ev2.admitted), "admitted in order: %v", ev2.admitted)
 	t.Logf("second run: all units together at most %d MiB", together>>20)
-}
-
-// memoryChildRole makes the test binary a host that runs Plan over the
-// units of a memoryChild config, inside the memory cgroup its parent
-// moved it into, and prints the report as JSON on its last line.
-const memoryChildRole = "memory"
-
-type memoryChild struct {
-	TF, Root, Cache string
-	Specs           []workdir.Spec
-	Env             map[string]string // every unit's
-	Budget          int64             // WithMemoryBudget's argument
-	NoRetry         bool
-}
-
-func runMemoryChild() int {
-	var cfg memoryChild
-	if err := json.Unmarshal([]byte(os.Getenv(childConfigEnv)), &cfg); err != nil {
-		fmt.Println("bad child config:", err)
-		return 2
-	}
-	// The parent moves this process into the cgroup, then says go.
-	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
-		fmt.Println("no go:", err)
-		return 2
-	}
-	wd, err := workdir.New(cfg.Root)
-	if err != nil {
-		fmt.Println(err)
-		return 2
-	}
-	cache, err := pluginc.Open(cfg.Cache)
-	if err != nil {
-		fmt.Println(err)
-		return 2
-	}
-	retry := DefaultRetry
-	retry.NoOutOfMemoryRetry = cfg.NoRetry
-	r, err := New(WithWorkdirs(wd), WithPluginCache(cache), WithTerraform(cfg.TF), WithParallelism(len(cfg.Specs)),
-		WithMemoryBudget(cfg.Budget), WithRetry(retry))
-	if err != nil {
-		fmt.Println(err)
-		return 2
-	}
-	var units []Unit
-	for _, s := range cfg.Specs {
-		units = append(units, Unit{Workdir: s, Env: cfg.Env})
-	}
-	rep, err := r.Run(context.Background(), Plan, units...)
-	if rep == nil {
-		fmt.Println("no report:", err)
-		return 2
-	}
-	b, _ := json.Marshal(rep)
-	fmt.Printf("\n%s\n", b)
-	return 0
 }
 
 // memCgroup is a memory cgroup this test made under its own, limited to

@@ -1,8 +1,11 @@
 package runner
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
+	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -104,4 +108,60 @@ func TestMemoryRecordMustBePrivate(t *testing.T) {
 	require.NoError(t, os.Chmod(path, 0o600))
 	require.NoError(t, os.WriteFile(path, []byte(`{"version":7}`), 0o600))
 	require.Empty(t, m.load(), "another version's record is ignored")
+}
+
+// memoryChildRole makes the test binary a host that runs Plan over the
+// units of a memoryChild config, inside the memory cgroup its parent
+// moved it into, and prints the report as JSON on its last line.
+const memoryChildRole = "memory"
+
+type memoryChild struct {
+	TF, Root, Cache string
+	Specs           []workdir.Spec
+	Env             map[string]string // every unit's
+	Budget          int64             // WithMemoryBudget's argument
+	NoRetry         bool
+}
+
+func runMemoryChild() int {
+	var cfg memoryChild
+	if err := json.Unmarshal([]byte(os.Getenv(childConfigEnv)), &cfg); err != nil {
+		fmt.Println("bad child config:", err)
+		return 2
+	}
+	// The parent moves this process into the cgroup, then says go.
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fmt.Println("no go:", err)
+		return 2
+	}
+	wd, err := workdir.New(cfg.Root)
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	cache, err := pluginc.Open(cfg.Cache)
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	retry := DefaultRetry
+	retry.NoOutOfMemoryRetry = cfg.NoRetry
+	r, err := New(WithWorkdirs(wd), WithPluginCache(cache), WithTerraform(cfg.TF), WithParallelism(len(cfg.Specs)),
+		WithMemoryBudget(cfg.Budget), WithRetry(retry))
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	var units []Unit
+	for _, s := range cfg.Specs {
+		units = append(units, Unit{Workdir: s, Env: cfg.Env})
+	}
+	rep, err := r.Run(context.Background(), Plan, units...)
+	if rep == nil {
+		fmt.Println("no report:", err)
+		return 2
+	}
+	b, _ := json.Marshal(rep)
+	fmt.Printf("\n%s\n", b)
+	return 0
 }
