@@ -263,6 +263,10 @@ func OOMKills() (n int64, ok bool) {
 	return 0, false
 }
 
+// CgroupOOMKills is OOMKills of the cgroup at dir (a directory of the v1
+// memory hierarchy, or of the unified one when v2).
+func CgroupOOMKills(dir string, v2 bool) (int64, bool) { return cgroupOOMKills(dir, v2) }
+
 func cgroupOOMKills(dir string, v2 bool) (int64, bool) {
 	name := "memory.oom_control"
 	if v2 {
