@@ -407,7 +407,8 @@ func WithModuleStore(dir string) Option {
 // WithParallelism stays an upper bound. Without this option the budget
 // is read from the machine at each Run: 90 % of the
 // memory limit of the host process's cgroup (v2 memory.max, v1
-// memory.limit_in_bytes) when there is one, else 75 % of MemAvailable;
+// memory.limit_in_bytes) less the host's own resident memory when there
+// is a limit, else 75 % of MemAvailable;
 // none where neither can be read. NoMemoryBudget turns it off. A budget
 // below 0 other than NoMemoryBudget is refused.
 func WithMemoryBudget(bytes int64) Option {

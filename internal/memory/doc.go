@@ -15,8 +15,8 @@
 //     and v2 (the lowest memory.max of the cgroup and its ancestors up to
 //     the mount). A limit at or above the machine's MemTotal is no limit
 //     (the kernel's "unlimited" is a huge number). Default budget: a
-//     CgroupShare of the limit when there is one, else an AvailableShare
-//     of MemAvailable.
+//     CgroupShare of the limit less this process's resident memory when
+//     there is a limit, else an AvailableShare of MemAvailable.
 //   - Tree(pid) walks the process tree under pid through
 //     /proc/PID/task/TID/children, so a sample costs reads of the tree's
 //     own processes and threads, never a scan of the host's processes. A

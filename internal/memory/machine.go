@@ -36,13 +36,17 @@ type Machine struct {
 	Available int64
 	// Total is MemTotal, in bytes.
 	Total int64
+	// Self is this process's resident memory when it was read, in bytes.
+	Self int64
 }
 
-// Budget is the default budget: CgroupShare of Limit when there is one,
-// else AvailableShare of Available; 0 when neither could be read.
+// Budget is the default budget: CgroupShare of Limit, less Self (the
+// host process lives in the cgroup too), when there is a limit, else
+// AvailableShare of Available (which already leaves out what is in
+// use); 0 when neither could be read.
 func (m Machine) Budget() int64 {
 	if m.Limit > 0 {
-		return m.Limit / 100 * CgroupShare
+		return max(m.Limit/100*CgroupShare-m.Self, 0)
 	}
 	return m.Available / 100 * AvailableShare
 }
@@ -51,9 +55,9 @@ func (m Machine) Budget() int64 {
 func (m Machine) From() string {
 	switch {
 	case m.Limit > 0 && m.V2:
-		return fmt.Sprintf("%d%% of the memory.max of cgroup %s", CgroupShare, m.Cgroup)
+		return fmt.Sprintf("%d%% of the memory.max of cgroup %s, less this process's resident memory", CgroupShare, m.Cgroup)
 	case m.Limit > 0:
-		return fmt.Sprintf("%d%% of the memory.limit_in_bytes of cgroup %s", CgroupShare, m.Cgroup)
+		return fmt.Sprintf("%d%% of the memory.limit_in_bytes of cgroup %s, less this process's resident memory", CgroupShare, m.Cgroup)
 	}
 	return fmt.Sprintf("%d%% of MemAvailable", AvailableShare)
 }
@@ -67,6 +71,7 @@ func Read() (Machine, error) {
 		return m, fmt.Errorf("read memory: %w", err)
 	}
 	m.Total, m.Available = meminfo(mi, "MemTotal:"), meminfo(mi, "MemAvailable:")
+	m.Self, _ = residentOf(os.Getpid())
 	if m.Total == 0 {
 		return m, errors.New("read memory: no MemTotal in /proc/meminfo")
 	}

@@ -16,9 +16,10 @@ func TestReadThisMachine(t *testing.T) {
 	require.Positive(t, m.Available)
 	require.LessOrEqual(t, m.Available, m.Total)
 	require.Positive(t, m.Budget())
+	require.Positive(t, m.Self, "this process's own resident memory")
 	if m.Limit > 0 {
 		require.Less(t, m.Limit, m.Total, "a limit at or above MemTotal is no limit")
-		require.Equal(t, m.Limit/100*CgroupShare, m.Budget())
+		require.Equal(t, m.Limit/100*CgroupShare-m.Self, m.Budget())
 	} else {
 		require.Equal(t, m.Available/100*AvailableShare, m.Budget())
 	}
@@ -91,4 +92,13 @@ func TestOOMKillsReadsACounter(t *testing.T) {
 	n, ok := OOMKills()
 	require.True(t, ok, "this kernel counts OOM kills (memory.oom_control, memory.events or /proc/vmstat)")
 	require.GreaterOrEqual(t, n, int64(0))
+}
+
+func TestBudgetLeavesTheHostItsShare(t *testing.T) {
+	m := Machine{Limit: 1000 << 20, Self: 100 << 20, Available: 8 << 30}
+	require.Equal(t, int64(1000<<20)/100*CgroupShare-100<<20, m.Budget(), "a cgroup's share, less the host")
+	m.Limit = 0
+	require.Equal(t, int64(8<<30)/100*AvailableShare, m.Budget(), "MemAvailable already leaves out what is in use")
+	m = Machine{Limit: 100 << 20, Self: 200 << 20}
+	require.Zero(t, m.Budget(), "never negative")
 }
