@@ -17,7 +17,8 @@ type Command struct {
 	phase   Phase
 	reverse bool // dependents before the units they depend on (destroy order)
 	step    func(ctx context.Context, h *Handle) error
-	lockID  string // kindForceUnlock
+	lockID  string     // kindForceUnlock
+	bundle  bundleSpec // kindExportPlan, kindImportPlan
 }
 
 type commandKind int
@@ -35,6 +36,8 @@ const (
 	kindStep
 	kindForceUnlock
 	kindPushErroredState
+	kindExportPlan
+	kindImportPlan
 )
 
 // The predefined commands.

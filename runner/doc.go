@@ -82,7 +82,13 @@
 // so terraform applies its own precedence), then TF_DATA_DIR, the
 // runner's CLI config (with a cache), then Unit.Env; TF_PLUGIN_CACHE_DIR
 // and TF_WORKSPACE are dropped, and TMPDIR points into the Run's private
-// dir unless Unit.Env sets it. Custom steps get a *tfexec.Terraform.
+// dir unless Unit.Env sets it. Custom steps get a *tfexec.Terraform
+// (without TF_VAR_* and TF_LOG*, which terraform-exec refuses; VarOptions
+// gives it the unit's variables) and Handle.Exec, which runs any
+// subcommand with exactly this environment and the same process handling
+// as the runner's own commands (interrupt, Stop, host death, journal);
+// its stdout is returned to the step, never logged, and Handle.VarArgs
+// gives the -var-file and -var arguments the runner would add.
 //
 // # Guarantees
 //

@@ -96,4 +96,8 @@ var (
 	// ErrOutOfMemory is wrapped by an *OutOfMemoryError: the kernel's
 	// OOM killer killed the unit's terraform or one of its plugins.
 	ErrOutOfMemory = errors.New("out of memory")
+	// ErrHandleDone reports a Handle used after its step returned (or
+	// one the runner did not make): Exec is refused, and an Exec still
+	// running when the step returned is interrupted.
+	ErrHandleDone = errors.New("handle used after its step returned")
 )

@@ -13,7 +13,7 @@ import (
 )
 
 // The plan/apply split of CI tools: plan every unit into a saved plan,
-// show the summaries (a PR comment would take Result.Plan.JSONFile), and
+// show the summaries (a PR comment would take Result.Plan.RedactedJSONFile), and
 // later apply exactly those plans. A unit whose workdir, lock file,
 // terraform, arguments or environment changed in between is refused with
 // ErrStalePlan, never re-planned.
@@ -27,7 +27,7 @@ func ExampleRunner_Run_savedPlans() {
 	}
 	for _, res := range plans.Results {
 		p := res.Plan
-		fmt.Printf("%s: +%d ~%d -%d (%s)\n", res.Unit, p.Add, p.Change, p.Destroy, p.JSONFile)
+		fmt.Printf("%s: +%d ~%d -%d (%s)\n", res.Unit, p.Add, p.Change, p.Destroy, p.RedactedJSONFile)
 	}
 	applied, err := r.Run(ctx, runner.ApplyPlan, units...)
 	if err != nil {

@@ -111,10 +111,70 @@ func ExampleRunner_Run_cycle() {
 	// dependency cycle: a -> b -> a
 }
 
-// A full run: twelve instances of one component, one shared provider
+// A full run: one component applied as three instances, one per stack,
+// in parallel, each in its own workdir with its own state. The component
+// uses only terraform's built-in terraform_data, so nothing is
+// downloaded; a component with providers adds runner.WithPluginCache
+// (see its example). The runner finds terraform on PATH.
+func ExampleRunner_Run() {
+	root, err := os.MkdirTemp("", "tfisolate-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(root)
+	component := filepath.Join(root, "components", "app")
+	if err := os.MkdirAll(component, 0o755); err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = os.WriteFile(filepath.Join(component, "main.tf"), []byte(`
+variable "name" { type = string }
+resource "terraform_data" "app" { input = var.name }
+output "name" { value = terraform_data.app.output }
+`), 0o644)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	wds, err := workdir.New(filepath.Join(root, "workdirs"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := runner.New(runner.WithWorkdirs(wds), runner.WithParallelism(3))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var units []runner.Unit
+	for _, stack := range []string{"plat-ue2-dev", "plat-ue2-staging", "plat-ue2-prod"} {
+		units = append(units, runner.Unit{Workdir: workdir.Spec{
+			Stack:    stack,
+			Instance: "app",
+			Source:   component,
+			Files:    map[string][]byte{"app.auto.tfvars.json": fmt.Appendf(nil, `{"name": "%s-app"}`, stack)},
+		}})
+	}
+	rep, err := r.Run(context.Background(), runner.Apply, units...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, res := range rep.Results {
+		fmt.Println(res.Unit, res.Status, string(res.Outputs["name"].Value))
+	}
+	// Output:
+	// plat-ue2-dev/app succeeded "plat-ue2-dev-app"
+	// plat-ue2-staging/app succeeded "plat-ue2-staging-app"
+	// plat-ue2-prod/app succeeded "plat-ue2-prod-app"
+}
+
+// Twelve instances of one component with providers: one shared provider
 // cache, progress events and a prefixed combined log on stdout. Cancelling
 // the context (Ctrl-C) interrupts terraform gracefully.
-func ExampleRunner_Run() {
+func ExampleWithPluginCache() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 

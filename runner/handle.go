@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"maps"
+	"sync"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 
@@ -12,7 +13,8 @@ import (
 
 // Handle is what a custom step (see Step) gets for one unit: everything
 // the runner prepared, under the instance lock, for the step's duration
-// only. A Handle must not be kept after the step returns.
+// only. A Handle must not be kept after the step returns: its Exec is
+// refused then (ErrHandleDone).
 type Handle struct {
 	// Unit is the unit being run.
 	Unit Unit
@@ -22,12 +24,15 @@ type Handle struct {
 	// Workdir.Dir.
 	Workdir *workdir.Workdir
 	// Terraform is an initialized terraform for the workdir, with the
-	// unit's environment. Its stderr goes to the unit's log; its stdout
-	// is never echoed anywhere (show and output print sensitive values in
+	// unit's environment (less what terraform-exec refuses, see below).
+	// Its stderr goes to the unit's log; its stdout is never echoed
+	// anywhere (show and output print sensitive values in
 	// clear): what a subcommand returns is the step's. Any subcommand
 	// terraform-exec offers works on it. terraform-exec refuses TF_VAR_*,
 	// TF_LOG* and TF_CLI_ARGS* in the environment it is given, so those
-	// are left out of it: pass variables with tfexec.Var or var files.
+	// are left out of it: pass the unit's variables with VarOptions, or
+	// run the subcommand with Exec, which gets the unit's whole
+	// environment and runs any subcommand (state list, state show).
 	Terraform *tfexec.Terraform
 	// Log writes whole lines to the unit's log and to the combined
 	// output stream.
@@ -35,6 +40,30 @@ type Handle struct {
 
 	x    *unitRun
 	deps map[string]Result
+
+	// alive ends when the step returns: an Exec still running is
+	// interrupted, and done (under mu, which each Exec holds) refuses the
+	// next one.
+	alive context.Context
+	end   context.CancelFunc
+	mu    sync.Mutex
+	done  bool
+}
+
+// newHandle is the Handle of x's step; call close when the step returned.
+func newHandle(x *unitRun, tf *tfexec.Terraform, log io.Writer) *Handle {
+	h := &Handle{Unit: *x.u, ID: x.id, Workdir: x.w, Terraform: tf, Log: log, x: x, deps: x.rs.depResults(x.idx)}
+	h.alive, h.end = context.WithCancel(context.Background())
+	return h
+}
+
+// close interrupts an Exec a step left running and waits for it to end;
+// every later Exec is refused.
+func (h *Handle) close() {
+	h.end()
+	h.mu.Lock()
+	h.done = true
+	h.mu.Unlock()
 }
 
 // Dependencies returns the results of the units this unit depends on,

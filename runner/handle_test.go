@@ -176,3 +176,99 @@ func TestStepWithStateLockWaits(t *testing.T) {
 	require.Contains(t, log, "refresh: state locked by ID "+lock.ID)
 	require.Contains(t, log, "refresh: state lock acquired after waiting")
 }
+
+// TestStepExecInterruptedWhenStepReturns: a step that leaves an Exec
+// running in a goroutine of its own (an apply parked in a provisioner)
+// and returns does not leave terraform behind: the Exec is interrupted
+// (terraform gets SIGINT, releases the state lock), the Run returns only
+// once it has ended, and the Exec says why it ended (ErrHandleDone).
+func TestStepExecInterruptedWhenStepReturns(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	src := w.component(t, "gated", gatedComponent)
+	g := newGate(t, filepath.Join(w.dir, "gate"))
+	state := filepath.Join(w.dir, "states", "leak.tfstate")
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "leak", src, files(t, map[string]any{"gate": g.dir}, state))}
+
+	started := g.started(t)
+	execErr := make(chan error, 1)
+	step := Step("leak", func(ctx context.Context, h *Handle) error {
+		go func() {
+			_, err := h.Exec(ctx, "apply", "-auto-approve", "-input=false", "-no-color")
+			execErr <- err
+		}()
+		select {
+		case <-started:
+			return nil
+		case err := <-execErr:
+			return fmt.Errorf("the apply ended before its provisioner started: %w", err)
+		}
+	})
+	rep, err := w.runner(t, WithInterruptGrace(20*time.Second)).Run(testCtx(t), step, u)
+	require.NoError(t, err)
+	res := rep.Results[0]
+	require.Equal(t, Succeeded, res.Status, "%v", res.Err)
+	select {
+	case err := <-execErr:
+		require.ErrorIs(t, err, ErrHandleDone)
+		var ee *ExecError
+		require.ErrorAs(t, err, &ee)
+	default:
+		t.Fatal("the Run returned while the step's Exec still ran")
+	}
+	// stdout ("Interrupt received") is the step's; stderr is logged.
+	require.Contains(t, readFile(t, res.Log), "Error: execution halted", "terraform got SIGINT")
+	require.False(t, g.hasReader(), "the provisioner is still waiting")
+	require.Empty(t, processesMentioning(t, w.dir), "processes left behind")
+	_, err = os.Stat(filepath.Join(filepath.Dir(state), ".leak.tfstate.lock.info"))
+	require.ErrorIs(t, err, os.ErrNotExist, "state lock info left behind")
+}
+
+// TestStepExecCanceled: cancelling the Run's context while a step's Exec
+// runs (an apply parked in a provisioner) interrupts that terraform like
+// the runner's own: SIGINT, the state lock released, nothing left
+// running, and the Exec's error says it was canceled.
+func TestStepExecCanceled(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	src := w.component(t, "gated", gatedComponent)
+	g := newGate(t, filepath.Join(w.dir, "gate"))
+	state := filepath.Join(w.dir, "states", "cancel.tfstate")
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "cancel", src, files(t, map[string]any{"gate": g.dir}, state))}
+
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	started := g.started(t)
+	var execErr error // written by the step before it returns, read after Run
+	step := Step("parked", func(ctx context.Context, h *Handle) error {
+		_, execErr = h.Exec(ctx, "apply", "-auto-approve", "-input=false", "-no-color")
+		return execErr
+	})
+	type out struct {
+		rep *Report
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		rep, err := w.runner(t, WithInterruptGrace(20*time.Second)).Run(ctx, step, u)
+		done <- out{rep, err}
+	}()
+	select {
+	case <-started:
+	case o := <-done:
+		t.Fatalf("the run ended before the provisioner started: %v", o.err)
+	}
+	cancel()
+	o := <-done
+	require.ErrorIs(t, o.err, context.Canceled)
+	require.ErrorIs(t, execErr, context.Canceled)
+	var ee *ExecError
+	require.ErrorAs(t, execErr, &ee)
+	res := o.rep.Results[0]
+	require.Equal(t, Canceled, res.Status, "%v", res.Err)
+	require.Contains(t, readFile(t, res.Log), "Error: execution halted", "terraform got SIGINT")
+	require.False(t, g.hasReader(), "the provisioner is still waiting")
+	require.Empty(t, processesMentioning(t, w.dir), "processes left behind")
+	_, err := os.Stat(filepath.Join(filepath.Dir(state), ".cancel.tfstate.lock.info"))
+	require.ErrorIs(t, err, os.ErrNotExist, "state lock info left behind")
+}

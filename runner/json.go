@@ -119,6 +119,9 @@ type jsonPlan struct {
 	Import        int                  `json:"import"`
 	Changes       []jsonResourceChange `json:"changes"`
 	OutputChanges bool                 `json:"output_changes"`
+
+	// The redacted rendering; absent in reports written before it existed.
+	RedactedJSONFile string `json:"redacted_json_file,omitempty"`
 }
 
 type jsonResourceChange struct {
@@ -148,7 +151,7 @@ type jsonOutputValue struct {
 //	 "out_of_memory": true,
 //	 "unchanged": false, "init_skipped": false, "has_changes": true,
 //	 "summary": {"add": 1, "change": 0, "destroy": 0, "import": 0},
-//	 "plan": {"file": "...", "json_file": "...", "destroy_plan": false,
+//	 "plan": {"file": "...", "json_file": "...", "redacted_json_file": "...", "destroy_plan": false,
 //	   "add": 1, "change": 0, "destroy": 0, "import": 0,
 //	   "changes": [{"address": "x.y", "actions": ["create"]}],
 //	   "output_changes": false},
@@ -158,8 +161,9 @@ type jsonOutputValue struct {
 //
 // error, state_lock, recovered_locks, crashed_runs, instance_lock,
 // memory_peak_bytes, memory_wait_seconds, out_of_memory, summary, plan,
-// outputs, data and log are left out when empty (and
-// engine_pid, engine_output, waited_seconds and killed in a crashed run).
+// outputs, data and log are left out when empty (and engine_pid,
+// engine_output, waited_seconds and killed in a crashed run, and a
+// plan's redacted_json_file).
 func (r Result) MarshalJSON() ([]byte, error) {
 	j := jsonResult{
 		Unit: r.Unit, Status: r.Status, Error: errString(r.Err), Started: r.Started,
@@ -182,7 +186,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 			EnginePID: c.EnginePID, EngineOutput: c.EngineOutput, Waited: c.Waited.Seconds(), Killed: c.Killed})
 	}
 	if p := r.Plan; p != nil {
-		j.Plan = &jsonPlan{File: p.File, JSONFile: p.JSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,
+		j.Plan = &jsonPlan{File: p.File, JSONFile: p.JSONFile, RedactedJSONFile: p.RedactedJSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,
 			Destroy: p.Destroy, Import: p.Import, OutputChanges: p.OutputChanges, Changes: []jsonResourceChange{}}
 		for _, c := range p.Changes {
 			j.Plan.Changes = append(j.Plan.Changes, jsonResourceChange(c))
@@ -227,7 +231,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 			EnginePID: c.EnginePID, EngineOutput: c.EngineOutput, Waited: seconds(c.Waited), Killed: c.Killed})
 	}
 	if p := j.Plan; p != nil {
-		r.Plan = &PlanSummary{File: p.File, JSONFile: p.JSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,
+		r.Plan = &PlanSummary{File: p.File, JSONFile: p.JSONFile, RedactedJSONFile: p.RedactedJSONFile, DestroyPlan: p.DestroyPlan, Add: p.Add, Change: p.Change,
 			Destroy: p.Destroy, Import: p.Import, OutputChanges: p.OutputChanges}
 		for _, c := range p.Changes {
 			r.Plan.Changes = append(r.Plan.Changes, ResourceChange(c))

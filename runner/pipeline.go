@@ -159,10 +159,18 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 	if err := x.refuseUnsavedState(); err != nil {
 		return err
 	}
-	if x.rs.cmd.kind == kindApplyPlan {
+	switch x.rs.cmd.kind {
+	case kindApplyPlan:
 		if _, err := x.checkSavedPlan(x.rs.cmd.reverse, false); err != nil {
 			return err
 		}
+	case kindExportPlan, kindImportPlan:
+		// Files only: no module, provider, init or terraform process.
+		x.emit(x.rs.cmd.phase)
+		if x.rs.cmd.kind == kindExportPlan {
+			return x.exportPlan()
+		}
+		return x.importPlan()
 	}
 	x.tree = modtree.Walk(x.dir, configRule(x.rs.eng.Kind))
 	if x.rs.cfg.cache != nil {
@@ -442,7 +450,8 @@ func (x *unitRun) step(ctx context.Context) error {
 		}
 	})
 	defer func() { close(stepDone); killer.Wait() }()
-	h := &Handle{Unit: *x.u, ID: x.id, Workdir: x.w, Terraform: tf, Log: log, x: x, deps: x.rs.depResults(x.idx)}
+	h := newHandle(x, tf, log)
+	defer h.close()
 	if err := x.rs.cmd.step(ctx, h); err != nil {
 		return fmt.Errorf("step %s: %w", x.rs.cmd, err)
 	}

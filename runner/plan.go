@@ -23,12 +23,14 @@ import (
 //
 //	DATADIR/tfisolate-plan/plan.tfplan     terraform's saved plan
 //	DATADIR/tfisolate-plan/plan.json       terraform show -json of it
+//	DATADIR/tfisolate-plan/plan.redacted.json  the same, sensitive values redacted
 //	DATADIR/tfisolate-plan/plan.meta.json  what it was made from; written last
 //	DATADIR/tfisolate-plan/applying.json   an apply of the plan under way
 const (
 	planDirName      = "tfisolate-plan"
 	planFileName     = "plan.tfplan"
 	planJSONName     = "plan.json"
+	planRedactedName = "plan.redacted.json"
 	planMetaName     = "plan.meta.json"
 	planApplyingName = "applying.json"
 )
@@ -68,12 +70,32 @@ func (x *unitRun) planPaths() (dir, file, jsonFile, meta string) {
 	return dir, filepath.Join(dir, planFileName), filepath.Join(dir, planJSONName), filepath.Join(dir, planMetaName)
 }
 
+// redactedPath is the saved plan's JSON with sensitive values redacted.
+func (x *unitRun) redactedPath() string {
+	return filepath.Join(x.w.DataDir, planDirName, planRedactedName)
+}
+
+// writeRedacted writes the redacted rendering of the saved plan's JSON
+// doc beside it. The raw rendering holds sensitive values in clear and is
+// the owner's only (0600); the redacted one is for sharing (a PR comment,
+// a CI artifact): 0644, in the same 0700 dir.
+func (x *unitRun) writeRedacted(doc []byte) error {
+	redacted, err := redactPlanJSON(doc)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(x.redactedPath(), redacted, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", x.redactedPath(), err)
+	}
+	return nil
+}
+
 // savePlan plans into the saved plan file, renders it as JSON and
 // records what it was made from. The old record goes first, so a failed
 // plan leaves nothing ApplyPlan would take.
 func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 	dir, file, jsonFile, metaFile := x.planPaths()
-	for _, old := range []string{metaFile, x.applyingPath()} {
+	for _, old := range []string{metaFile, x.applyingPath(), x.redactedPath()} {
 		if err := os.Remove(old); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove old saved plan: %w", err)
 		}
@@ -107,7 +129,10 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 	if err := atomicfile.WriteFile(jsonFile, show.stdout, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", jsonFile, err)
 	}
-	sum.File, sum.JSONFile, sum.DestroyPlan = file, jsonFile, destroy
+	if err := x.writeRedacted(show.stdout); err != nil {
+		return err
+	}
+	sum.File, sum.JSONFile, sum.RedactedJSONFile, sum.DestroyPlan = file, jsonFile, x.redactedPath(), destroy
 	x.res.Plan = sum
 	m, err := x.planMeta(file, destroy)
 	if err != nil {
@@ -189,6 +214,9 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 	if js, err := os.ReadFile(jsonFile); err == nil {
 		if sum, err := summarizePlan(js); err == nil {
 			sum.File, sum.JSONFile, sum.DestroyPlan = file, jsonFile, saved.Destroy
+			if exists(x.redactedPath()) {
+				sum.RedactedJSONFile = x.redactedPath()
+			}
 			x.res.Plan = sum
 		}
 	}
@@ -204,6 +232,12 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 			// plan may be applied again.
 			_ = os.Remove(x.applyingPath())
 		}
+		if strings.Contains(err.Error(), staleSavedPlan) {
+			// The state moved on since the plan was made: it was applied
+			// already (here, or from a bundle on another machine), or
+			// something else changed the state.
+			return fmt.Errorf("%w for unit %s: the state changed since the plan was made (already applied, here or on another machine?); run SavePlan again: %w", ErrStalePlan, x.id, err)
+		}
 		return x.keepErroredState(err)
 	}
 	// A saved plan is spent once applied: terraform would refuse it as
@@ -214,6 +248,10 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 	x.keepSummary(r)
 	return x.keepOutputs(ctx, r.outputs)
 }
+
+// staleSavedPlan is the summary of terraform's (and OpenTofu's) refusal
+// of a saved plan whose state has changed since it was made.
+const staleSavedPlan = "Saved plan is stale"
 
 // staleness says what changed between a saved plan's record and now, ""
 // when nothing did.

@@ -175,6 +175,12 @@ type PlanSummary struct {
 	// they are written 0600 in a 0700 dir, and are not for a PR comment
 	// as they are; Changes and the counts below hold no values.
 	File, JSONFile string
+	// RedactedJSONFile is JSONFile with every sensitive value replaced by
+	// SensitiveMarker (values terraform marks sensitive, and copies of
+	// them elsewhere in the document), still a plan document with the
+	// same resources and actions: the one for a PR comment or a shared
+	// artifact. Written 0644 (in the same 0700 dir).
+	RedactedJSONFile string
 	// DestroyPlan is set for a plan made with -destroy.
 	DestroyPlan bool
 	// Add, Change, Destroy and Import count resources the way terraform's

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // benchSource writes a 200-file component of ~2 KiB files in a few dirs.
@@ -18,7 +20,7 @@ func benchSource(b *testing.B) string {
 	for i := range 200 {
 		files[fmt.Sprintf("d%d/f%03d.tf", i%5, i)] = fmt.Sprintf("# file %d\n%s", i, body)
 	}
-	writeTree(b, src, files)
+	testenv.WriteTree(b, src, files)
 	return src
 }
 

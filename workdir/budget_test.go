@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // requireNoHome checks that a refused cold Prepare left nothing of the
@@ -37,10 +39,10 @@ func TestPrepareBudget(t *testing.T) {
 		for i := range 9 {
 			tree[fmt.Sprintf("files/%d.txt", i)] = "x"
 		}
-		writeTree(t, src, tree)
+		testenv.WriteTree(t, src, tree)
 		prepare(t, newManager(t, WithBudget(1<<20, 10)), Spec{Stack: "s", Instance: "at-limit", Source: src})
 
-		writeTree(t, src, map[string]string{"files/9.txt": "one too many"})
+		testenv.WriteTree(t, src, map[string]string{"files/9.txt": "one too many"})
 		m := newManager(t, WithBudget(1<<20, 10))
 		_, err := m.Prepare(ctx, Spec{Stack: "s", Instance: "i", Source: src})
 		require.ErrorIs(t, err, ErrBudget)
@@ -51,7 +53,7 @@ func TestPrepareBudget(t *testing.T) {
 	})
 	t.Run("bytes", func(t *testing.T) {
 		src := t.TempDir()
-		writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
+		testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
 		big := filepath.Join(src, "lambda.zip")
 		require.NoError(t, os.WriteFile(big, make([]byte, 2<<20), 0o644))
 		m := newManager(t, WithBudget(1<<20, 100))
@@ -68,9 +70,9 @@ func TestPrepareBudget(t *testing.T) {
 		for i := range 50 {
 			tree[fmt.Sprintf("pkg%d/copyright", i)] = "doc"
 		}
-		writeTree(t, outside, tree)
+		testenv.WriteTree(t, outside, tree)
 		src := filepath.Join(top, "repo", "components", "terraform", "app")
-		writeTree(t, src, map[string]string{"main.tf": `module "doc" { source = "../../../../usr/share/doc" }`})
+		testenv.WriteTree(t, src, map[string]string{"main.tf": `module "doc" { source = "../../../../usr/share/doc" }`})
 		m := newManager(t, WithBudget(1<<20, 20))
 		_, err := m.Prepare(ctx, Spec{Stack: "s", Instance: "i", Source: src})
 		require.ErrorIs(t, err, ErrBudget)
@@ -79,7 +81,7 @@ func TestPrepareBudget(t *testing.T) {
 	})
 	t.Run("refresh over the budget", func(t *testing.T) {
 		src := t.TempDir()
-		writeTree(t, src, component)
+		testenv.WriteTree(t, src, component)
 		m := newManager(t, WithBudget(1<<20, 20))
 		w := prepare(t, m, Spec{Stack: "s", Instance: "i", Source: src})
 		require.NoError(t, w.Close())
@@ -88,7 +90,7 @@ func TestPrepareBudget(t *testing.T) {
 		for i := range 30 {
 			tree[fmt.Sprintf("vendored/%d.tf", i)] = "# vendored"
 		}
-		writeTree(t, src, tree)
+		testenv.WriteTree(t, src, tree)
 		_, err := m.Prepare(ctx, Spec{Stack: "s", Instance: "i", Source: src})
 		require.ErrorIs(t, err, ErrBudget)
 		require.Equal(t, before, snapshot(t, w.Home), "a refused refresh writes nothing")

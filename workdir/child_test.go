@@ -6,25 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
+	"github.com/tfisolate/tfisolate/internal/childproc"
 )
 
-// runChild is the body of a re-executed test binary. Its inputs come from
-// the environment; it talks to the parent through stdin and stdout lines.
-func runChild(role string) int {
-	if err := child(role); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 1
-	}
-	return 0
-}
-
+// child is the body of a re-executed test binary (see childproc): its
+// inputs come from the environment; it talks to the parent through stdin
+// and stdout lines.
 func child(role string) error {
 	spec := Spec{Stack: os.Getenv("CHILD_STACK"), Instance: os.Getenv("CHILD_INSTANCE"), Source: os.Getenv("CHILD_SOURCE")}
 	in := bufio.NewReader(os.Stdin)
@@ -58,14 +50,18 @@ func child(role string) error {
 			if err != nil {
 				return err
 			}
-			appendLine(logPath, fmt.Sprintf("start %d", os.Getpid()))
+			if err := childproc.AppendLine(logPath, fmt.Sprintf("start %d", os.Getpid())); err != nil {
+				return err
+			}
 			// A read-modify-write that loses updates unless serialized.
 			b, _ := os.ReadFile(counter)
 			c, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 			if err := os.WriteFile(counter, []byte(strconv.Itoa(c+1)), 0o644); err != nil {
 				return err
 			}
-			appendLine(logPath, fmt.Sprintf("end %d", os.Getpid()))
+			if err := childproc.AppendLine(logPath, fmt.Sprintf("end %d", os.Getpid())); err != nil {
+				return err
+			}
 			if err := w.Close(); err != nil {
 				return err
 			}
@@ -91,50 +87,10 @@ func child(role string) error {
 	return fmt.Errorf("unknown role %q", role)
 }
 
-func appendLine(p, line string) {
-	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		panic(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(line + "\n"); err != nil {
-		panic(err)
-	}
-}
-
-// proc is a running child with line-oriented pipes.
-type proc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Reader
-}
-
-func startChild(t *testing.T, role, root string, s Spec, extra ...string) *proc {
+// startChild starts a child in role on the workdir root and spec s, with
+// extra environment.
+func startChild(t *testing.T, role, root string, s Spec, extra ...string) *childproc.Proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+role, "CHILD_ROOT="+root,
-		"CHILD_STACK="+s.Stack, "CHILD_INSTANCE="+s.Instance, "CHILD_SOURCE="+s.Source)
-	cmd.Env = append(cmd.Env, extra...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		_ = p.cmd.Wait()
-	})
-	return p
+	env := append([]string{"CHILD_ROOT=" + root, "CHILD_STACK=" + s.Stack, "CHILD_INSTANCE=" + s.Instance, "CHILD_SOURCE=" + s.Source}, extra...)
+	return childproc.Start(t, role, childproc.WithEnv(env...))
 }
-
-// expect waits for the child's next stdout line and checks it.
-func (p *proc) expect(t *testing.T, want string) {
-	t.Helper()
-	line, err := p.out.ReadString('\n')
-	require.NoError(t, err, "child exited before saying %q", want)
-	require.Equal(t, want, strings.TrimSpace(line))
-}
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }

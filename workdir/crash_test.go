@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 func sourceFiles(version string, n int) map[string]string {
@@ -26,7 +28,7 @@ func TestKilledMidMaterializeIsRepaired(t *testing.T) {
 			src := t.TempDir()
 			v1 := sourceFiles("v1", 20)
 			v1["sub/gone.tf"] = "# removed in v2"
-			writeTree(t, src, v1)
+			testenv.WriteTree(t, src, v1)
 			root := filepath.Join(t.TempDir(), "root")
 			s := Spec{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-5", Source: src}
 			m, err := New(root)
@@ -34,19 +36,18 @@ func TestKilledMidMaterializeIsRepaired(t *testing.T) {
 			want := v1
 			if !cold {
 				w := prepare(t, m, s)
-				writeTree(t, w.Dir, map[string]string{"terraform.tfstate": "state"})
+				testenv.WriteTree(t, w.Dir, map[string]string{"terraform.tfstate": "state"})
 				require.NoError(t, w.Close())
 				v2 := sourceFiles("v2", 25)
-				writeTree(t, src, v2)
+				testenv.WriteTree(t, src, v2)
 				require.NoError(t, removeAndPrune(src, "sub/gone.tf"))
 				want = v2
 				want["terraform.tfstate"] = "state"
 			}
 
 			kid := startChild(t, "crash", root, s, "CHILD_STALL_AFTER=7")
-			kid.expect(t, "stalled")
-			require.NoError(t, kid.cmd.Process.Kill()) // SIGKILL on Unix
-			require.Error(t, kid.cmd.Wait())
+			kid.Expect(t, "stalled")
+			require.Error(t, kid.Kill()) // SIGKILL on Unix
 
 			if cold {
 				require.NoDirExists(t, filepath.Join(root, mustID(t, s)), "a killed cold build never shows up as a home")
@@ -55,7 +56,7 @@ func TestKilledMidMaterializeIsRepaired(t *testing.T) {
 				require.NotNil(t, st)
 				require.False(t, st.Complete, "the killed refresh left its stamp incomplete")
 				// What a kill inside a file copy (before its rename) leaves.
-				writeTree(t, filepath.Join(root, mustID(t, s), srcDir), map[string]string{tmpPrefix + "123": "half a file"})
+				testenv.WriteTree(t, filepath.Join(root, mustID(t, s), srcDir), map[string]string{tmpPrefix + "123": "half a file"})
 			}
 
 			w := prepare(t, m, s)
@@ -77,7 +78,7 @@ func mustID(t *testing.T, s Spec) string {
 // releases the lock, and the next Prepare finishes the job.
 func TestCanceledRefreshIsFinishedLater(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, sourceFiles("v1", 10))
+	testenv.WriteTree(t, src, sourceFiles("v1", 10))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n := 0
@@ -92,7 +93,7 @@ func TestCanceledRefreshIsFinishedLater(t *testing.T) {
 	require.NoError(t, w.Close())
 
 	v2 := sourceFiles("v2", 10)
-	writeTree(t, src, v2)
+	testenv.WriteTree(t, src, v2)
 	_, err = m.Prepare(ctx, s)
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, readStamp(w.Home).Complete)

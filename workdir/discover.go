@@ -99,16 +99,24 @@ func remoteStateReads(ctx context.Context, log *slog.Logger, tr *modtree.Tree, r
 
 // inputsOf returns the state files a build copies from the source as
 // inputs: the component's remote-state reads (slash paths under the
-// layout root) that are not where b keeps the instance's own state,
-// which is never copied.
-func inputsOf(reads []string, component string, b modtree.Backend) map[string]bool {
+// layout root) that are not where backends bs keep the instance's own
+// state, which is never copied.
+func inputsOf(reads []string, component string, bs ...modtree.Backend) map[string]bool {
 	out := map[string]bool{}
-	own := statePathsOf(b, component)
-	def := path.Join(component, filepath.ToSlash(b.StatePath()))
-	wsDir := path.Join(component, filepath.ToSlash(b.StateWorkspaceDir()))
+	own := statePathsOf(component, bs...)
+	ownDefault := func(rel string) bool {
+		for _, b := range bs {
+			def := path.Join(component, filepath.ToSlash(b.StatePath()))
+			wsDir := path.Join(component, filepath.ToSlash(b.StateWorkspaceDir()))
+			if b.Local() && (rel == def || rel == def+".backup" || withinSlash(wsDir, rel)) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, r := range reads {
 		rel := path.Join(component, r)
-		if own.has(rel) || b.Local() && (rel == def || rel == def+".backup" || withinSlash(wsDir, rel)) {
+		if own.has(rel) || ownDefault(rel) {
 			continue
 		}
 		out[rel] = true

@@ -34,7 +34,7 @@
 //     CheckState) and the terraform_remote_state inputs. Every source
 //     file is copied whatever the engine. The stamp records the engine; a
 //     Prepare under another engine rebuilds the layout.
-//   - The source tree is only read (DESIGN invariant 1). Files are cloned
+//   - The source tree is only read (invariant 1 in ARCHITECTURE.md). Files are cloned
 //     copy-on-write (FICLONE) where the filesystem supports it and copied
 //     otherwise, data segments only (SEEK_DATA/SEEK_HOLE), so a sparse
 //     file's holes stay holes in every instance; never hard-linked. A source that contains the root, or lies
@@ -60,7 +60,10 @@
 //     data dir; every state-like file (terraform.tfstate*, any *.tfstate
 //     and its .backup and other derivatives, terraform.tfstate.d/, and the
 //     local backend's path and workspace_dir as configured in the source or
-//     the generated files); *.tfplan plan files; a .terraform directory;
+//     the generated files, and as the engine recorded them in the data dir
+//     at its last init: a path given with -backend-config or built by
+//     OpenTofu's early evaluation from a variable is known only there);
+//     *.tfplan plan files; a .terraform directory;
 //     and anything else in the workdir that no build copied or generated.
 //     Nothing outside the files a previous build copied or generated is
 //     ever deleted, and state-like files are not deleted even where an

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // Under OpenTofu's rule a module called only from a .tofu file is part of
@@ -15,7 +17,7 @@ import (
 // layout; an unknown engine is refused by name.
 func TestEngineLayoutFollowsTofuFiles(t *testing.T) {
 	base := t.TempDir()
-	writeTree(t, base, map[string]string{
+	testenv.WriteTree(t, base, map[string]string{
 		"components/c/main.tf":  `resource "terraform_data" "x" {}`,
 		"components/c/net.tofu": `module "net" { source = "../../modules/net" }`,
 		"modules/net/main.tf":   `output "o" { value = "net" }`,
@@ -52,7 +54,7 @@ func TestEngineLayoutFollowsTofuFiles(t *testing.T) {
 // Remove without force refuses to delete it.
 func TestEngineTofuBackendPathIsInstanceState(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{
+	testenv.WriteTree(t, src, map[string]string{
 		"main.tf":            `resource "terraform_data" "a" {}`,
 		"backend.tofu":       "terraform {\n  backend \"local\" { path = \"state/current.json\" }\n}",
 		"state/current.json": stateWith2,
@@ -69,7 +71,7 @@ func TestEngineTofuBackendPathIsInstanceState(t *testing.T) {
 	own := `{"version":4,"serial":9,"lineage":"src-lineage","resources":[{"mode":"managed","type":"terraform_data","name":"a"}]}`
 	require.NoError(t, os.WriteFile(filepath.Join(w.Dir, "state", "current.json"), []byte(own), 0o644))
 
-	writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "a" { input = 1 }`})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "a" { input = 1 }`})
 	w = prepare(t, m, s)
 	b, err := os.ReadFile(filepath.Join(w.Dir, "state", "current.json"))
 	require.NoError(t, err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // fuzzSource is a component with a local module, so the materialized
@@ -46,7 +48,7 @@ func FuzzPrepareNames(f *testing.F) {
 		f.Add(s[0], s[1], s[2], s[3], []byte("{}"))
 	}
 	src := f.TempDir()
-	writeTree(f, src, fuzzSource)
+	testenv.WriteTree(f, src, fuzzSource)
 	component := filepath.Join(src, "components", "terraform", "c")
 	before := snapshot(f, src)
 

@@ -16,16 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// writeTree creates files (slash paths -> content) under dir.
-func writeTree(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-	}
-}
-
 // snapshot maps every file, dir and symlink under dir to its mode, content
 // digest and mtime, so any write at all shows up as a difference.
 func snapshot(t testing.TB, dir string) map[string]string {

@@ -15,11 +15,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/childproc"
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 func TestLockSerializesGoroutines(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	m := newManager(t, WithLockRetry(time.Millisecond))
 	s := Spec{Stack: "s", Instance: "i", Source: src}
 	var inside, maxInside, runs atomic.Int32
@@ -63,26 +66,26 @@ func TestLockSerializesGoroutines(t *testing.T) {
 // start/end pairs from one pid at a time, and no counter update is lost.
 func TestLockAcrossProcesses(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	root := filepath.Join(t.TempDir(), "root")
 	dir := t.TempDir()
 	logPath, counter := filepath.Join(dir, "log"), filepath.Join(dir, "counter")
 	s := Spec{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-1", Source: src}
 	const iter = 15
-	var kids []*proc
+	var kids []*childproc.Proc
 	for range 2 {
 		kids = append(kids, startChild(t, "critical", root, s,
 			"CHILD_LOG="+logPath, "CHILD_COUNTER="+counter, "CHILD_ITER="+strconv.Itoa(iter)))
 	}
 	for _, k := range kids {
-		k.expect(t, "ready")
+		k.Expect(t, "ready")
 	}
 	for _, k := range kids { // open the gate for both at once
-		_, err := k.stdin.Write([]byte("go\n"))
+		_, err := k.Stdin.Write([]byte("go\n"))
 		require.NoError(t, err)
 	}
 	for _, k := range kids {
-		require.NoError(t, k.cmd.Wait())
+		require.NoError(t, k.Wait())
 	}
 
 	b, err := os.ReadFile(logPath)
@@ -104,11 +107,11 @@ func TestLockAcrossProcesses(t *testing.T) {
 
 func TestLockDeadlineNamesHolder(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	root := filepath.Join(t.TempDir(), "root")
 	s := Spec{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-3", Source: src}
 	holder := startChild(t, "hold", root, s)
-	holder.expect(t, "locked")
+	holder.Expect(t, "locked")
 
 	m, err := New(root, WithLockRetry(5*time.Millisecond))
 	require.NoError(t, err)
@@ -120,11 +123,11 @@ func TestLockDeadlineNamesHolder(t *testing.T) {
 	var le *LockedError
 	require.True(t, errors.As(err, &le))
 	require.NotNil(t, le.Holder)
-	require.Equal(t, holder.pid(), le.Holder.PID)
+	require.Equal(t, holder.PID(), le.Holder.PID)
 	host, _ := os.Hostname()
 	require.Equal(t, host, le.Holder.Host)
 	require.False(t, le.Holder.Since.IsZero())
-	require.Contains(t, err.Error(), fmt.Sprintf("pid %d", holder.pid()))
+	require.Contains(t, err.Error(), fmt.Sprintf("pid %d", holder.PID()))
 	require.Contains(t, err.Error(), "elasticache/redis-cluster-3")
 
 	// Remove waits on the same lock.
@@ -133,16 +136,16 @@ func TestLockDeadlineNamesHolder(t *testing.T) {
 	require.ErrorIs(t, m.Remove(ctx2, s.Stack, s.Instance, true), ErrLocked)
 
 	// Once the holder lets go, a waiting Prepare gets the lock.
-	require.NoError(t, holder.stdin.Close())
+	require.NoError(t, holder.Stdin.Close())
 	w, err := m.Prepare(context.Background(), s)
 	require.NoError(t, err)
-	require.NoError(t, holder.cmd.Wait())
+	require.NoError(t, holder.Wait())
 	require.NoError(t, w.Close())
 }
 
 func TestLockCanceledContext(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	m := newManager(t)
 	s := Spec{Stack: "s", Instance: "i", Source: src}
 	w := prepare(t, m, s)
@@ -183,7 +186,7 @@ func (h *signalHandler) Enabled(context.Context, slog.Level) bool { return true 
 // the lock was free.
 func TestLockWaitReported(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	h := &signalHandler{Handler: slog.DiscardHandler, waiting: make(chan struct{})}
 	m := newManager(t, WithLockRetry(time.Millisecond), WithLogger(slog.New(h)))
 	s := Spec{Stack: "s", Instance: "i", Source: src}

@@ -232,7 +232,7 @@ func (m *Manager) check(s Spec) (*checked, error) {
 			}
 		}
 		b, _ := modtree.ReadBackend(c.source, overlay, c.rule) // unreadable: terraform reports it
-		owned := statePathsOf(b, ".")
+		owned := statePathsOf(".", b)
 		for _, g := range c.files {
 			if owned.has(g.name) {
 				return c, invalid("file", g.name, "is where the local backend keeps the instance's state")
@@ -330,7 +330,7 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 	return &Workdir{
 		ID:       id,
 		Dir:      dir,
-		DataDir:  filepath.Join(home, metaDir, dataDir),
+		DataDir:  instanceDataDir(home),
 		Home:     home,
 		LockFile: lk.path,
 		LockWait: lk.waited,

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // Check refuses what Prepare refuses before its lock, and writes nothing.
 func TestCheck(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	file := filepath.Join(src, "main.tf")
 	for _, tc := range []struct {
 		name  string
@@ -90,12 +92,12 @@ func TestRootAndSourceThroughSymlinks(t *testing.T) {
 		{"source inside the root", func(t *testing.T, src string) (string, string) {
 			root := filepath.Join(t.TempDir(), "root")
 			inside := filepath.Join(root, "component")
-			writeTree(t, inside, map[string]string{"main.tf": "# x"})
+			testenv.WriteTree(t, inside, map[string]string{"main.tf": "# x"})
 			return root, inside
 		}, "lies inside the workdir root"},
 		{"source inside the root through a link", func(t *testing.T, src string) (string, string) {
 			root := filepath.Join(t.TempDir(), "root")
-			writeTree(t, root, map[string]string{"component/main.tf": "# x"})
+			testenv.WriteTree(t, root, map[string]string{"component/main.tf": "# x"})
 			link := filepath.Join(t.TempDir(), "link")
 			require.NoError(t, os.Symlink(filepath.Join(root, "component"), link))
 			return root, link
@@ -103,7 +105,7 @@ func TestRootAndSourceThroughSymlinks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := t.TempDir()
-			writeTree(t, src, component)
+			testenv.WriteTree(t, src, component)
 			root, source := tc.layout(t, src)
 			m, err := New(root)
 			require.NoError(t, err)
@@ -126,7 +128,7 @@ func TestRootAndSourceThroughSymlinks(t *testing.T) {
 // Holder names who kept Prepare waiting, and is nil when nobody did.
 func TestHolderReported(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	root := filepath.Join(t.TempDir(), "root")
 	s := Spec{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-2", Source: src}
 	h := &signalHandler{Handler: slog.DiscardHandler, waiting: make(chan struct{})}
@@ -138,7 +140,7 @@ func TestHolderReported(t *testing.T) {
 	require.NoError(t, w.Close())
 
 	holder := startChild(t, "hold", root, s)
-	holder.expect(t, "locked")
+	holder.Expect(t, "locked")
 	got := make(chan *Workdir, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -147,13 +149,13 @@ func TestHolderReported(t *testing.T) {
 		got <- w
 	}()
 	<-h.waiting
-	require.NoError(t, holder.stdin.Close()) // let go only once Prepare waits
+	require.NoError(t, holder.Stdin.Close()) // let go only once Prepare waits
 	require.NoError(t, <-errc)
 	w = <-got
 	defer w.Close()
-	require.NoError(t, holder.cmd.Wait())
+	require.NoError(t, holder.Wait())
 	require.NotNil(t, w.Holder)
-	require.Equal(t, holder.pid(), w.Holder.PID)
+	require.Equal(t, holder.PID(), w.Holder.PID)
 	host, _ := os.Hostname()
 	require.Equal(t, host, w.Holder.Host)
 	require.Positive(t, w.LockWait)
@@ -162,7 +164,7 @@ func TestHolderReported(t *testing.T) {
 // Digest changes exactly when what terraform reads changes.
 func TestDigest(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	m := newManager(t)
 	s := Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{"x.auto.tfvars.json": []byte(`{"a":1}`)}}
 	digestOf := func(s Spec) string {
@@ -178,16 +180,16 @@ func TestDigest(t *testing.T) {
 
 	// Instance-owned data is not configuration.
 	w := prepare(t, m, s)
-	writeTree(t, w.Dir, map[string]string{
+	testenv.WriteTree(t, w.Dir, map[string]string{
 		"terraform.tfstate":   `{"resources":[{}]}`,
 		".terraform.lock.hcl": "# rewritten by terraform init\n",
 		"saved.tfplan":        "plan",
 	})
-	writeTree(t, w.DataDir, map[string]string{"providers/x": "bin"})
+	testenv.WriteTree(t, w.DataDir, map[string]string{"providers/x": "bin"})
 	require.NoError(t, w.Close())
 	require.Equal(t, d1, digestOf(s))
 	// Nor is a source file that is never copied.
-	writeTree(t, src, map[string]string{"prod.tfstate": `{"resources":[{}]}`, ".terraform/x": "y"})
+	testenv.WriteTree(t, src, map[string]string{"prod.tfstate": `{"resources":[{}]}`, ".terraform/x": "y"})
 	require.Equal(t, d1, digestOf(s))
 
 	// The same content for another instance gives the same digest.
@@ -203,17 +205,17 @@ func TestDigest(t *testing.T) {
 	require.NotEqual(t, d1, d2)
 	require.Equal(t, d1, digestOf(s))
 
-	writeTree(t, src, map[string]string{"variables.tf": `variable "v" { default = 2 }`})
+	testenv.WriteTree(t, src, map[string]string{"variables.tf": `variable "v" { default = 2 }`})
 	d3 := digestOf(s)
 	require.NotEqual(t, d1, d3)
 	require.NoError(t, os.Chmod(filepath.Join(src, "variables.tf"), 0o755))
 	d4 := digestOf(s)
 	require.NotEqual(t, d3, d4, "the mode is part of what terraform sees (templatefile, scripts)")
 	require.NoError(t, os.Chmod(filepath.Join(src, "variables.tf"), 0o644))
-	writeTree(t, src, map[string]string{"variables.tf": component["variables.tf"]})
+	testenv.WriteTree(t, src, map[string]string{"variables.tf": component["variables.tf"]})
 	require.Equal(t, d1, digestOf(s))
 
 	// A changed seed lock file replaces the instance's, so it counts.
-	writeTree(t, src, map[string]string{".terraform.lock.hcl": "# seed v2\n"})
+	testenv.WriteTree(t, src, map[string]string{".terraform.lock.hcl": "# seed v2\n"})
 	require.NotEqual(t, d1, digestOf(s))
 }

@@ -23,7 +23,12 @@ type input struct {
 	files   []genFile       // generated files
 	rule    modtree.Files   // which files are configuration (Spec.Engine)
 	backend modtree.Backend // the component's backend, generated files included
+	dataDir string          // the instance's TF_DATA_DIR, where the engine records the backend it configured
 }
+
+// stateBackends are the backends whose local state is the instance's (see
+// stateBackends).
+func (in input) stateBackends() []modtree.Backend { return stateBackends(in.backend, in.dataDir) }
 
 // materialize makes root/id match the source and generated files. The
 // caller holds the instance lock.
@@ -40,7 +45,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	if err != nil && !cold {
 		return nil, err
 	}
-	in := input{source: source, files: files, rule: rule, backend: m.readBackend(ctx, source, files, rule)}
+	in := input{source: source, files: files, rule: rule, backend: m.readBackend(ctx, source, files, rule), dataDir: instanceDataDir(home)}
 	var old *stamp
 	if !cold {
 		old = readStamp(home)
@@ -55,7 +60,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	}
 
 	lay := discover(ctx, m.log, source, rule)
-	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(in.backend, lay.component), inputsOf(lay.reads, lay.component, in.backend), m.budget)
+	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(lay.component, in.stateBackends()...), inputsOf(lay.reads, lay.component, in.stateBackends()...), m.budget)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +141,7 @@ func (m *Manager) warm(ctx context.Context, home string, old *stamp, in input) (
 	if !slices.Equal(gen, old.Generated) {
 		return nil, nil, false, nil
 	}
-	set, err := collect(ctx, old.Base, old.Dirs, m.realRoot, statePathsOf(in.backend, old.Component), inputsOf(old.Reads, old.Component, in.backend), m.budget)
+	set, err := collect(ctx, old.Base, old.Dirs, m.realRoot, statePathsOf(old.Component, in.stateBackends()...), inputsOf(old.Reads, old.Component, in.stateBackends()...), m.budget)
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, nil, false, cerr
 	}
@@ -174,7 +179,7 @@ func genPaths(component string, files []genFile) []string {
 // killed at any point is finished by the next one.
 func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *stamp, in input, lay layout, ents []entry) (*stamp, error) {
 	src := filepath.Join(home, srcDir)
-	if err := os.MkdirAll(filepath.Join(home, metaDir, dataDir), 0o755); err != nil {
+	if err := os.MkdirAll(instanceDataDir(home), 0o755); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(src, filepath.FromSlash(lay.component)), 0o755); err != nil {
@@ -240,8 +245,10 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 		if err := moveOwned(src, c, lay.component, ours); err != nil {
 			return nil, err
 		}
-		if err := moveBackendPaths(home, c, lay.component, in.backend); err != nil {
-			return nil, err
+		for _, b := range in.stateBackends() {
+			if err := moveBackendPaths(home, c, lay.component, b); err != nil {
+				return nil, err
+			}
 		}
 	}
 	next.Moves = nil
@@ -258,7 +265,7 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 		}
 	}
 
-	owned := statePathsOf(in.backend, lay.component)
+	owned := statePathsOf(lay.component, in.stateBackends()...)
 	keep := make(map[string]bool, len(newFiles)+len(gen))
 	for _, f := range newFiles {
 		keep[f] = true
@@ -279,7 +286,7 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 		}
 	}
 
-	inputs := inputsOf(lay.reads, lay.component, in.backend)
+	inputs := inputsOf(lay.reads, lay.component, in.stateBackends()...)
 	buf := make([]byte, 32<<10)
 	var written []entry // what this build leaves materialized from the source
 	for i := range ents {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // A source file that changes while Prepare copies it, and changes back
@@ -14,7 +16,7 @@ import (
 // holding the intermediate content behind a stamp that says "up to date".
 func TestSourceChangedDuringCopyIsNotKept(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"a.tf": "# a\n", "b.tf": "# b v1\n"})
+	testenv.WriteTree(t, src, map[string]string{"a.tf": "# a\n", "b.tf": "# b v1\n"})
 	bPath := filepath.Join(src, "b.tf")
 	var mid bool
 	m := newManager(t, withHook(func(p string) {
@@ -51,7 +53,7 @@ func grownRepo(t *testing.T, backend string) (base, src string) {
 	t.Helper()
 	base = t.TempDir()
 	src = filepath.Join(base, "components", "c")
-	writeTree(t, base, map[string]string{
+	testenv.WriteTree(t, base, map[string]string{
 		"components/c/main.tf":    `resource "terraform_data" "x" {}`,
 		"components/c/backend.tf": backend,
 		"modules/m/main.tf":       `output "o" { value = 1 }`,
@@ -61,12 +63,12 @@ func grownRepo(t *testing.T, backend string) (base, src string) {
 
 func grow(t *testing.T, base string) {
 	t.Helper()
-	writeTree(t, base, map[string]string{"components/c/main.tf": "resource \"terraform_data\" \"x\" {}\nmodule \"m\" {\n  source = \"../../modules/m\"\n}\n"})
+	testenv.WriteTree(t, base, map[string]string{"components/c/main.tf": "resource \"terraform_data\" \"x\" {}\nmodule \"m\" {\n  source = \"../../modules/m\"\n}\n"})
 }
 
 func shrink(t *testing.T, base string) {
 	t.Helper()
-	writeTree(t, base, map[string]string{"components/c/main.tf": `resource "terraform_data" "x" {}`})
+	testenv.WriteTree(t, base, map[string]string{"components/c/main.tf": `resource "terraform_data" "x" {}`})
 }
 
 // Everything the instance owns follows the component when the layout
@@ -95,7 +97,7 @@ terraform {
 		"out/p.tfplan":                            "plan",
 		"notes/run.log":                           "written by a run",
 	}
-	writeTree(t, w.Dir, owned)
+	testenv.WriteTree(t, w.Dir, owned)
 	require.NoError(t, w.Close())
 
 	grow(t, base)
@@ -130,7 +132,7 @@ terraform {
 	m := newManager(t)
 	s := Spec{Stack: "s", Instance: "i", Source: src}
 	w := prepare(t, m, s)
-	writeTree(t, w.Home, map[string]string{"outside/terraform.tfstate": "state"}) // src/../outside
+	testenv.WriteTree(t, w.Home, map[string]string{"outside/terraform.tfstate": "state"}) // src/../outside
 	require.NoError(t, w.Close())
 
 	grow(t, base)
@@ -148,10 +150,10 @@ func TestLayoutChangeRefusesToOverwrite(t *testing.T) {
 	m := newManager(t)
 	s := Spec{Stack: "s", Instance: "i", Source: src}
 	w := prepare(t, m, s)
-	writeTree(t, w.Dir, map[string]string{"prod.tfstate": "old position"})
+	testenv.WriteTree(t, w.Dir, map[string]string{"prod.tfstate": "old position"})
 	// Something already at the new position (as if left by an earlier,
 	// different layout).
-	writeTree(t, w.Dir, map[string]string{"components/c/prod.tfstate": "new position"})
+	testenv.WriteTree(t, w.Dir, map[string]string{"components/c/prod.tfstate": "new position"})
 	require.NoError(t, w.Close())
 
 	grow(t, base)
@@ -183,7 +185,7 @@ func filterState(files map[string]string) map[string]string {
 // source never had (terraform init or the runner wrote it) is kept.
 func TestLockFileFollowsSource(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"main.tf": "# v1", ".terraform.lock.hcl": "# seed v1\n"})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": "# v1", ".terraform.lock.hcl": "# seed v1\n"})
 	m := newManager(t)
 	s := Spec{Stack: "s", Instance: "i", Source: src}
 	lock := func(w *Workdir) (string, bool) {
@@ -199,16 +201,16 @@ func TestLockFileFollowsSource(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "# seed v1\n", got)
 	// terraform init adds hashes: the instance's copy differs from the seed.
-	writeTree(t, w.Dir, map[string]string{".terraform.lock.hcl": "# seed v1 + hashes\n"})
+	testenv.WriteTree(t, w.Dir, map[string]string{".terraform.lock.hcl": "# seed v1 + hashes\n"})
 	require.NoError(t, w.Close())
 
-	writeTree(t, src, map[string]string{"main.tf": "# v2"})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": "# v2"})
 	w = prepare(t, m, s)
 	got, _ = lock(w)
 	require.Equal(t, "# seed v1 + hashes\n", got, "an unchanged seed does not replace the instance's lock file")
 	require.NoError(t, w.Close())
 
-	writeTree(t, src, map[string]string{".terraform.lock.hcl": "# seed v2\n"})
+	testenv.WriteTree(t, src, map[string]string{".terraform.lock.hcl": "# seed v2\n"})
 	w = prepare(t, m, s)
 	got, _ = lock(w)
 	require.Equal(t, "# seed v2\n", got, "a changed seed replaces it")
@@ -219,11 +221,11 @@ func TestLockFileFollowsSource(t *testing.T) {
 	_, ok = lock(w)
 	require.False(t, ok, "the source dropped its lock file: the stale pin goes too")
 	// Now the runner (or terraform init) writes one; it is the instance's.
-	writeTree(t, w.Dir, map[string]string{".terraform.lock.hcl": "# written by the runner\n"})
+	testenv.WriteTree(t, w.Dir, map[string]string{".terraform.lock.hcl": "# written by the runner\n"})
 	require.NoError(t, w.Close())
 
 	for _, v := range []string{"# v3", "# v4"} {
-		writeTree(t, src, map[string]string{"main.tf": v})
+		testenv.WriteTree(t, src, map[string]string{"main.tf": v})
 		w = prepare(t, m, s)
 		got, ok = lock(w)
 		require.True(t, ok)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // repo is a monorepo where the component reaches two local modules.
@@ -34,7 +36,7 @@ output "name" { value = module.common.prefix }
 
 func TestLocalModulesKeepRelativePositions(t *testing.T) {
 	base := t.TempDir()
-	writeTree(t, base, repo)
+	testenv.WriteTree(t, base, repo)
 	src := filepath.Join(base, "components", "elasticache")
 	m := newManager(t)
 	w := prepare(t, m, Spec{Stack: "s", Instance: "i", Source: src})
@@ -49,7 +51,7 @@ func TestLocalModulesKeepRelativePositions(t *testing.T) {
 	}, got)
 
 	// A change in a module (not in the component) is a source change too.
-	writeTree(t, base, map[string]string{"modules/common/main.tf": `output "prefix" { value = "v2" }`})
+	testenv.WriteTree(t, base, map[string]string{"modules/common/main.tf": `output "prefix" { value = "v2" }`})
 	require.NoError(t, w.Close())
 	w = prepare(t, m, Spec{Stack: "s", Instance: "i", Source: src})
 	b, err := os.ReadFile(filepath.Join(w.Home, "src", "modules", "common", "main.tf"))
@@ -61,18 +63,18 @@ func TestLocalModulesKeepRelativePositions(t *testing.T) {
 // layout; its state and lock file must move with it.
 func TestLayoutChangeMovesInstanceData(t *testing.T) {
 	base := t.TempDir()
-	writeTree(t, base, repo)
+	testenv.WriteTree(t, base, repo)
 	src := filepath.Join(base, "components", "elasticache")
-	writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
 	m := newManager(t)
 	s := Spec{Stack: "s", Instance: "i", Source: src}
 	w := prepare(t, m, s)
 	require.Equal(t, filepath.Join(w.Home, "src"), w.Dir)
 	owned := map[string]string{"terraform.tfstate": `{"resources":[{}]}`, ".terraform.lock.hcl": "# lock", "p.tfplan": "plan"}
-	writeTree(t, w.Dir, owned)
+	testenv.WriteTree(t, w.Dir, owned)
 	require.NoError(t, w.Close())
 
-	writeTree(t, base, map[string]string{"components/elasticache/main.tf": repo["components/elasticache/main.tf"]})
+	testenv.WriteTree(t, base, map[string]string{"components/elasticache/main.tf": repo["components/elasticache/main.tf"]})
 	w = prepare(t, m, s)
 	require.Equal(t, filepath.Join(w.Home, "src", "components", "elasticache"), w.Dir)
 	got := regularFiles(t, w.Dir)
@@ -97,10 +99,10 @@ func dirNames(t *testing.T, dir string) []string {
 // laid out at the link's position.
 func TestSymlinkedSource(t *testing.T) {
 	base := t.TempDir()
-	writeTree(t, base, repo)
+	testenv.WriteTree(t, base, repo)
 	link := filepath.Join(t.TempDir(), "elasticache-link")
 	require.NoError(t, os.Symlink(filepath.Join(base, "components", "elasticache"), link))
-	writeTree(t, base, map[string]string{"components/elasticache/main.tf": `resource "terraform_data" "x" {}`})
+	testenv.WriteTree(t, base, map[string]string{"components/elasticache/main.tf": `resource "terraform_data" "x" {}`})
 	m := newManager(t)
 	w := prepare(t, m, Spec{Stack: "s", Instance: "i", Source: link})
 	require.Equal(t, map[string]string{"main.tf": `resource "terraform_data" "x" {}`}, regularFiles(t, w.Dir))

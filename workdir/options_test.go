@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 func TestNewRefusesBadOptions(t *testing.T) {
@@ -46,7 +48,7 @@ func TestOptionsApplyInOrder(t *testing.T) {
 	m, err = New(filepath.Join(t.TempDir(), "root"), WithLogger(slog.New(h)), WithLogger(nil))
 	require.NoError(t, err)
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	w, err := m.Prepare(context.Background(), Spec{Stack: "s", Instance: "i", Source: src})
 	require.NoError(t, err)
 	require.NoError(t, w.Close())

@@ -51,8 +51,8 @@ func TestSourceStateRefusedUntilAdopted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := t.TempDir()
-			writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "a" {}`})
-			writeTree(t, src, tc.files)
+			testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "a" {}`})
+			testenv.WriteTree(t, src, tc.files)
 			m := newManager(t)
 			s := Spec{Stack: "s", Instance: "i", Source: src}
 			w, err := m.Prepare(context.Background(), s)
@@ -93,7 +93,7 @@ func TestSourceStateRefusedUntilAdopted(t *testing.T) {
 // copying nothing, while it runs on its own state without AdoptState.
 func TestAdoptStateOnce(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "a" {}`, "terraform.tfstate": stateWith2})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "a" {}`, "terraform.tfstate": stateWith2})
 	m := newManager(t)
 	ctx := context.Background()
 	s := Spec{Stack: "s", Instance: "i", Source: src, AdoptState: true}
@@ -101,7 +101,7 @@ func TestAdoptStateOnce(t *testing.T) {
 	state := filepath.Join(w.Dir, "terraform.tfstate")
 	require.Equal(t, stateWith2, readFileString(t, state))
 	// The instance's terraform moves on: a new serial, then nothing left.
-	writeTree(t, w.Dir, map[string]string{"terraform.tfstate": stateWith0})
+	testenv.WriteTree(t, w.Dir, map[string]string{"terraform.tfstate": stateWith0})
 	require.NoError(t, w.Close())
 	for _, adopt := range []bool{true, false} {
 		s.AdoptState = adopt
@@ -121,7 +121,7 @@ func TestAdoptStateOnce(t *testing.T) {
 	home, err := m.Home("s", "j")
 	require.NoError(t, err)
 	own := filepath.Join(home, srcDir, "terraform.tfstate")
-	writeTree(t, filepath.Dir(own), map[string]string{"terraform.tfstate": ownStateWith})
+	testenv.WriteTree(t, filepath.Dir(own), map[string]string{"terraform.tfstate": ownStateWith})
 	other.AdoptState = true
 	_, err = m.Prepare(ctx, other)
 	require.ErrorIs(t, err, ErrSourceState)
@@ -168,8 +168,8 @@ func TestAdoptedStatePlansLikePlainTerraform(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	src := t.TempDir()
-	writeTree(t, src, redisComponent)
-	writeTree(t, src, map[string]string{"terraform.tfvars": `name = "adopted"`})
+	testenv.WriteTree(t, src, redisComponent)
+	testenv.WriteTree(t, src, map[string]string{"terraform.tfvars": `name = "adopted"`})
 	code, out := plainTerraform(t, ctx, bin, src, env, "init", "-input=false", "-no-color")
 	require.Zero(t, code, out)
 	code, out = plainTerraform(t, ctx, bin, src, env, "apply", "-auto-approve", "-input=false", "-no-color")
@@ -206,13 +206,13 @@ func TestRemoteStateInputIsCopied(t *testing.T) {
 	// The network's state, made by plain terraform.
 	net := t.TempDir()
 	applyNet := func(vpc string) string {
-		writeTree(t, net, map[string]string{"main.tf": `output "vpc" { value = "` + vpc + `" }`})
+		testenv.WriteTree(t, net, map[string]string{"main.tf": `output "vpc" { value = "` + vpc + `" }`})
 		code, out := plainTerraform(t, ctx, bin, net, env, "apply", "-auto-approve", "-input=false", "-no-color")
 		require.Zero(t, code, out)
 		return readFileString(t, filepath.Join(net, "terraform.tfstate"))
 	}
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{
+	testenv.WriteTree(t, src, map[string]string{
 		"main.tf": `
 data "terraform_remote_state" "net" {
   backend = "local"
@@ -235,7 +235,7 @@ output "vpc" { value = data.terraform_remote_state.net.outputs.vpc }
 	d1 := w.Digest
 	require.NoError(t, w.Close())
 
-	writeTree(t, src, map[string]string{"inputs/network.tfstate": applyNet("vpc-2")})
+	testenv.WriteTree(t, src, map[string]string{"inputs/network.tfstate": applyNet("vpc-2")})
 	w = prepare(t, m, s)
 	require.NotEqual(t, d1, w.Digest, "the input is part of what was materialized")
 	mustTerraform(t, ctx, bin, w, env, "apply", "-auto-approve", "-input=false", "-no-color")

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 var component = map[string]string{
@@ -31,7 +33,7 @@ var sourceSet = map[string]string{
 
 func TestPrepareMaterializesAndIsolates(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	before := snapshot(t, src)
 	m := newManager(t)
 
@@ -62,7 +64,7 @@ func TestPrepareMaterializesAndIsolates(t *testing.T) {
 
 func TestPrepareWarmCopiesNothing(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	var written []string
 	m := newManager(t, withHook(func(p string) { written = append(written, p) }))
 	s := Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{"x.tfvars.json": []byte("{}")}}
@@ -88,7 +90,7 @@ func TestPrepareWarmCopiesNothing(t *testing.T) {
 
 func TestRefreshKeepsInstanceData(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	m := newManager(t)
 	s := Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{"gen.auto.tfvars.json": []byte("{}")}}
 	w := prepare(t, m, s)
@@ -100,13 +102,13 @@ func TestRefreshKeepsInstanceData(t *testing.T) {
 		".terraform.lock.hcl":                        "# instance's own lock\n",
 		"notes.txt":                                  "written by a run, not by us",
 	}
-	writeTree(t, w.Dir, owned)
-	writeTree(t, w.DataDir, map[string]string{"terraform.tfstate": "backend cache", "providers/x": "bin"})
+	testenv.WriteTree(t, w.Dir, owned)
+	testenv.WriteTree(t, w.DataDir, map[string]string{"terraform.tfstate": "backend cache", "providers/x": "bin"})
 	dataBefore := snapshot(t, w.DataDir)
 	require.NoError(t, w.Close())
 
 	// Change one file, delete one, add one; the lock file seed is unchanged.
-	writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "y" {}`, "new.tf": "# new"})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "y" {}`, "new.tf": "# new"})
 	require.NoError(t, os.Remove(filepath.Join(src, "templates", "user.tpl")))
 	s.Files = map[string][]byte{"other.tfvars.json": []byte("{}")}
 	w = prepare(t, m, s)
@@ -126,7 +128,7 @@ func TestRefreshKeepsInstanceData(t *testing.T) {
 	require.NoError(t, w.Close())
 
 	// A changed lock file in the source wins over the instance's.
-	writeTree(t, src, map[string]string{".terraform.lock.hcl": "# seed v2\n"})
+	testenv.WriteTree(t, src, map[string]string{".terraform.lock.hcl": "# seed v2\n"})
 	w = prepare(t, m, s)
 	b, err := os.ReadFile(filepath.Join(w.Dir, ".terraform.lock.hcl"))
 	require.NoError(t, err)
@@ -135,7 +137,7 @@ func TestRefreshKeepsInstanceData(t *testing.T) {
 
 func TestBadInputWritesNothing(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	file := filepath.Join(src, "main.tf")
 	for _, tc := range []struct {
 		name  string
@@ -178,12 +180,12 @@ func TestBadInputWritesNothing(t *testing.T) {
 // before the workdir is touched.
 func TestGeneratedFileConflictingWithSource(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	m := newManager(t)
 	w := prepare(t, m, Spec{Stack: "s", Instance: "i", Source: src})
 	before := snapshot(t, w.Home)
 	require.NoError(t, w.Close())
-	writeTree(t, src, map[string]string{"new.tf": "# changed source"})
+	testenv.WriteTree(t, src, map[string]string{"new.tf": "# changed source"})
 	for _, name := range []string{"templates", "main.tf/x.json"} {
 		_, err := m.Prepare(context.Background(), Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{name: nil}})
 		require.ErrorIs(t, err, ErrInvalid)
@@ -194,12 +196,12 @@ func TestGeneratedFileConflictingWithSource(t *testing.T) {
 
 func TestRemove(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	m := newManager(t)
 	ctx := context.Background()
 	s := Spec{Stack: "s", Instance: "i", Source: src}
 	w := prepare(t, m, s)
-	writeTree(t, w.Dir, map[string]string{"terraform.tfstate": `{"version":4,"resources":[{"type":"terraform_data"}]}`})
+	testenv.WriteTree(t, w.Dir, map[string]string{"terraform.tfstate": `{"version":4,"resources":[{"type":"terraform_data"}]}`})
 	require.NoError(t, w.Close())
 
 	err := m.Remove(ctx, "s", "i", false)
@@ -214,7 +216,7 @@ func TestRemove(t *testing.T) {
 
 	// State without resources (after destroy) does not block removal.
 	w = prepare(t, m, s)
-	writeTree(t, w.Dir, map[string]string{"terraform.tfstate": `{"version":4,"resources":[]}`})
+	testenv.WriteTree(t, w.Dir, map[string]string{"terraform.tfstate": `{"version":4,"resources":[]}`})
 	require.NoError(t, w.Close())
 	require.NoError(t, m.Remove(ctx, "s", "i", false))
 	require.NoDirExists(t, w.Home)
@@ -226,7 +228,7 @@ func TestRemove(t *testing.T) {
 
 func TestRootInsideSourceIsRefused(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	before := snapshot(t, src)
 	m, err := New(filepath.Join(src, ".work"))
 	require.NoError(t, err)
@@ -243,7 +245,7 @@ func TestRootInsideSourceIsRefused(t *testing.T) {
 
 func TestGeneratedFiles(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, component)
+	testenv.WriteTree(t, src, component)
 	m := newManager(t)
 	s := Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{
 		"main.tf":             []byte("# generated wins over the source"),

@@ -95,9 +95,16 @@ func findState(home string) ([]string, error) {
 	if st != nil && st.Component != "" {
 		comp = st.Component
 	}
-	b, _ := modtree.ReadBackend(filepath.Join(src, filepath.FromSlash(comp)), nil, stampFiles(st))
-	owned := statePathsOf(b, comp)
-	stateName := path.Base(filepath.ToSlash(b.StatePath()))
+	configured, _ := modtree.ReadBackend(filepath.Join(src, filepath.FromSlash(comp)), nil, stampFiles(st))
+	bs := stateBackends(configured, instanceDataDir(home))
+	owned := statePathsOf(comp, bs...)
+	stateNames := map[string]bool{}
+	for _, b := range bs {
+		if b.Local() {
+			n := path.Base(filepath.ToSlash(b.StatePath()))
+			stateNames[n], stateNames[n+".backup"] = true, true
+		}
+	}
 	var found []string
 	err := filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
@@ -119,7 +126,7 @@ func findState(home string) ([]string, error) {
 		rel = filepath.ToSlash(rel)
 		name := de.Name()
 		isState := (stateLike(name) || owned.files[rel] ||
-			owned.has(rel) && b.Local() && (name == stateName || name == stateName+".backup")) &&
+			owned.has(rel) && stateNames[name]) &&
 			!strings.HasSuffix(name, ".lock.info") // the local backend's lock, not state
 		if isState && st != nil && st.Inputs[rel] != "" && fileSHA(p) == st.Inputs[rel] {
 			return nil // an untouched copy of a state the configuration reads: the source's

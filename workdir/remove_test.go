@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // Remove without force refuses while any state-like file records
@@ -31,14 +33,14 @@ func TestRemoveRefusesAnyStateWithResources(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := t.TempDir()
-			writeTree(t, src, map[string]string{"main.tf": "# x"})
+			testenv.WriteTree(t, src, map[string]string{"main.tf": "# x"})
 			m := newManager(t)
 			s := Spec{Stack: "s", Instance: "i", Source: src}
 			if tc.backend != "" {
 				s.Files = map[string][]byte{"backend.tf.json": []byte(tc.backend)}
 			}
 			w := prepare(t, m, s)
-			writeTree(t, w.Dir, tc.files)
+			testenv.WriteTree(t, w.Dir, tc.files)
 			require.NoError(t, w.Close())
 			ctx := context.Background()
 			err := m.Remove(ctx, "s", "i", false)
@@ -53,10 +55,10 @@ func TestRemoveRefusesAnyStateWithResources(t *testing.T) {
 	// State-like files without resources, and files that only look like
 	// state outside the backend's places, do not block.
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"main.tf": "# x"})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": "# x"})
 	m := newManager(t)
 	w := prepare(t, m, Spec{Stack: "s", Instance: "i", Source: src})
-	writeTree(t, w.Dir, map[string]string{
+	testenv.WriteTree(t, w.Dir, map[string]string{
 		"prod.tfstate":                   `{"version":4,"resources":[]}`,
 		"terraform.tfstate":              "",
 		".terraform.tfstate.lock.info":   `{"ID":"x"}`,

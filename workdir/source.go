@@ -63,14 +63,12 @@ type statePaths struct {
 	dirs  []string
 }
 
-// statePathsOf places b's state paths for a component at the slash path
-// component. Absolute paths and paths outside the layout root are not
-// part of any source set or workdir, so they need no entry.
-func statePathsOf(b modtree.Backend, component string) statePaths {
+// statePathsOf places the state paths of backends bs (see stateBackends)
+// for a component at the slash path component. Absolute paths and paths
+// outside the layout root are not part of any source set or workdir, so
+// they need no entry.
+func statePathsOf(component string, bs ...modtree.Backend) statePaths {
 	sp := statePaths{files: map[string]bool{}}
-	if !b.Local() {
-		return sp
-	}
 	place := func(p string) (string, bool) {
 		if p == "" || filepath.IsAbs(p) {
 			return "", false
@@ -78,14 +76,19 @@ func statePathsOf(b modtree.Backend, component string) statePaths {
 		r := path.Join(component, filepath.ToSlash(p))
 		return r, r != "." && r != ".." && !strings.HasPrefix(r, "../")
 	}
-	if r, ok := place(b.Path); ok {
-		dir, base := path.Split(r)
-		sp.files[r] = true
-		sp.files[r+".backup"] = true
-		sp.files[dir+"."+base+".lock.info"] = true // the local backend's lock beside its state
-	}
-	if r, ok := place(b.WorkspaceDir); ok {
-		sp.dirs = append(sp.dirs, r)
+	for _, b := range bs {
+		if !b.Local() {
+			continue
+		}
+		if r, ok := place(b.Path); ok {
+			dir, base := path.Split(r)
+			sp.files[r] = true
+			sp.files[r+".backup"] = true
+			sp.files[dir+"."+base+".lock.info"] = true // the local backend's lock beside its state
+		}
+		if r, ok := place(b.WorkspaceDir); ok {
+			sp.dirs = append(sp.dirs, r)
+		}
 	}
 	return sp
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // State left in the source by someone who ran terraform there is never
@@ -17,7 +19,7 @@ import (
 // resources, Prepare refuses; see TestSourceStateRefusedUntilAdopted.)
 func TestSourceStateIsNeverCopied(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{
+	testenv.WriteTree(t, src, map[string]string{
 		"main.tf": `resource "terraform_data" "x" {}`,
 		"backend.tf": `
 terraform {
@@ -58,19 +60,19 @@ terraform {
 		"state/current.json":     `{"resources":[{"source":"instance"}]}`,
 		"envs/blue/current.json": `{"resources":[{"source":"instance"}]}`,
 	}
-	writeTree(t, w.Dir, own)
+	testenv.WriteTree(t, w.Dir, own)
 	require.NoError(t, w.Close())
 
 	// The source's state changes, then goes; a refresh happens each time.
 	for i, change := range []func(){
 		func() {
-			writeTree(t, src, map[string]string{"prod.tfstate": `{"resources":[]}`, "state/current.json": "{}", "main.tf": "# v2"})
+			testenv.WriteTree(t, src, map[string]string{"prod.tfstate": `{"resources":[]}`, "state/current.json": "{}", "main.tf": "# v2"})
 		},
 		func() {
 			for _, f := range []string{"prod.tfstate", "state/current.json", "envs/blue/current.json"} {
 				require.NoError(t, os.Remove(filepath.Join(src, filepath.FromSlash(f))))
 			}
-			writeTree(t, src, map[string]string{"main.tf": "# v3"})
+			testenv.WriteTree(t, src, map[string]string{"main.tf": "# v3"})
 		},
 	} {
 		change()
@@ -87,7 +89,7 @@ terraform {
 // A symlink loop in the source ends; the rest is still copied.
 func TestSymlinkLoopInSource(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"main.tf": "# x", "sub/a.tf": "# a"})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": "# x", "sub/a.tf": "# a"})
 	require.NoError(t, os.Symlink("..", filepath.Join(src, "sub", "up")))
 	require.NoError(t, os.Symlink(".", filepath.Join(src, "self")))
 	rec := &recorder{}
@@ -103,7 +105,7 @@ func TestSymlinkLoopInSource(t *testing.T) {
 // directory is never copied into the instances.
 func TestRootInsideModuleDirIsNotCopied(t *testing.T) {
 	base := t.TempDir()
-	writeTree(t, base, map[string]string{
+	testenv.WriteTree(t, base, map[string]string{
 		"components/c/main.tf": `module "all" { source = "../.." }`, // the whole repo is a module
 		"main.tf":              `output "o" { value = 1 }`,
 	})

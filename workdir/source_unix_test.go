@@ -14,6 +14,8 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // A FIFO named like a configuration file never hangs Prepare: it is
@@ -21,13 +23,13 @@ import (
 // and the instance lock is free afterwards.
 func TestFIFOInSourceDoesNotHang(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"main.tf": "# x", "modules/m/main.tf": "# m"})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": "# x", "modules/m/main.tf": "# m"})
 	for _, f := range []string{"hang.tf", "modules/m/hang.tf", "data.json"} {
 		p := filepath.Join(src, filepath.FromSlash(f))
 		require.NoError(t, syscall.Mkfifo(p, 0o644))
 		t.Cleanup(func() { unblockFIFO(p) })
 	}
-	writeTree(t, src, map[string]string{"main.tf": `module "m" { source = "./modules/m" }`})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `module "m" { source = "./modules/m" }`})
 	rec := &recorder{}
 	m := newManager(t, WithLogger(slog.New(rec)))
 	s := Spec{Stack: "s", Instance: "i", Source: src}
@@ -67,7 +69,7 @@ func TestFIFOInSourceDoesNotHang(t *testing.T) {
 // A cancelled context stops hashing and copying; the lock is released.
 func TestPrepareHonoursContextWhileReading(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, sourceFiles("v1", 5))
+	testenv.WriteTree(t, src, sourceFiles("v1", 5))
 	ctx, cancel := context.WithCancel(context.Background())
 	m := newManager(t, withHook(func(string) { cancel() }))
 	s := Spec{Stack: "s", Instance: "i", Source: src}

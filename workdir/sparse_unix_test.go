@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // allocatedBytes is the space p takes on disk.
@@ -40,7 +42,7 @@ func sha256File(t *testing.T, p string) [sha256.Size]byte {
 // file changes, the refreshed copy is sparse too.
 func TestPrepareKeepsHoles(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
 	const size = 256 << 20
 	blob := filepath.Join(src, "blob.img")
 	f, err := os.Create(blob)

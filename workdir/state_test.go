@@ -23,7 +23,7 @@ func TestEncryptedStateCountsAsResources(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"main.tf": `
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `
 terraform {
   encryption {
     key_provider "pbkdf2" "k" {
@@ -86,7 +86,7 @@ func TestCheckStateRefusesDamagedState(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := t.TempDir()
-			writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
+			testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
 			m := newManager(t)
 			s := Spec{Stack: "s", Instance: "i", Source: src}
 			if tc.backend != "" {
@@ -95,12 +95,12 @@ func TestCheckStateRefusesDamagedState(t *testing.T) {
 			w := prepare(t, m, s)
 			file := filepath.Join(w.Dir, filepath.FromSlash(tc.place))
 			if tc.record {
-				writeTree(t, w.Dir, map[string]string{tc.place: good})
+				testenv.WriteTree(t, w.Dir, map[string]string{tc.place: good})
 				require.NoError(t, w.CheckState(tc.ws))
 			}
-			writeTree(t, w.Dir, map[string]string{tc.place: tc.state})
+			testenv.WriteTree(t, w.Dir, map[string]string{tc.place: tc.state})
 			if tc.backup {
-				writeTree(t, w.Dir, map[string]string{tc.place + ".backup": good})
+				testenv.WriteTree(t, w.Dir, map[string]string{tc.place + ".backup": good})
 			}
 			err := w.CheckState(tc.ws)
 			if !tc.refused {

@@ -15,11 +15,15 @@ import (
 // workspace the command will use; "" means the one selected in the data
 // dir (default when none is).
 //
-// The state file checked is where the local backend of the configuration
-// in w.Dir (generated files included) keeps that workspace's state: its
-// path (terraform.tfstate by default) for the default workspace, else
-// workspace_dir/NAME/terraform.tfstate (terraform.tfstate.d by default).
-// It returns a *DamagedStateError (wrapping ErrStateDamaged) when that
+// The state files checked are where the local backend keeps that
+// workspace's state: its path (terraform.tfstate by default) for the
+// default workspace, else workspace_dir/NAME/terraform.tfstate
+// (terraform.tfstate.d by default); for the backend the configuration in
+// w.Dir declares (generated files included), and for the one the engine
+// recorded at its last init when that differs (a path given with
+// -backend-config, or built by OpenTofu's early evaluation from a
+// variable, is known only there).
+// It returns a *DamagedStateError (wrapping ErrStateDamaged) when such a
 // file is
 //
 //   - not a complete state document (cut off mid-write, or not a state at
@@ -38,17 +42,27 @@ import (
 // file is refused even where no backup was written. A backend that keeps
 // no local state passes.
 func (w *Workdir) CheckState(workspace string) error {
-	b, _ := modtree.ReadBackend(w.Dir, nil, w.rule) // unreadable: terraform reports it; local defaults apply
-	if !b.Local() {
-		return nil
-	}
+	configured, _ := modtree.ReadBackend(w.Dir, nil, w.rule) // unreadable: terraform reports it; local defaults apply
 	if workspace == "" {
 		workspace = selectedWorkspace(w.DataDir)
 	}
-	place := filepath.ToSlash(b.StatePath())
-	if workspace != "default" {
-		place = filepath.ToSlash(filepath.Join(b.StateWorkspaceDir(), workspace, "terraform.tfstate"))
+	for _, b := range stateBackends(configured, w.DataDir) {
+		if !b.Local() {
+			continue
+		}
+		place := filepath.ToSlash(b.StatePath())
+		if workspace != "default" {
+			place = filepath.ToSlash(filepath.Join(b.StateWorkspaceDir(), workspace, "terraform.tfstate"))
+		}
+		if err := w.checkStateAt(place); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// checkStateAt is CheckState for the state place (see statePlaces).
+func (w *Workdir) checkStateAt(place string) error {
 	file := placeIn(w.Dir, place)
 	st := readState(file)
 	rec := readStateRecord(w.Home)

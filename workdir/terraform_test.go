@@ -111,7 +111,7 @@ func TestTwelveInstancesInParallel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	src := filepath.Join(t.TempDir(), "components", "terraform", "elasticache")
-	writeTree(t, src, redisComponent)
+	testenv.WriteTree(t, src, redisComponent)
 	before := snapshot(t, filepath.Dir(src))
 	m := newManager(t)
 
@@ -160,7 +160,7 @@ func TestStateSurvivesSourceChange(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	src := t.TempDir()
-	writeTree(t, src, redisComponent)
+	testenv.WriteTree(t, src, redisComponent)
 	m := newManager(t)
 	s := Spec{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-1", Source: src, Files: tfvars("one")}
 
@@ -180,7 +180,7 @@ resource "terraform_data" "extra" {
   input = "added later"
 }
 `
-	writeTree(t, src, changed)
+	testenv.WriteTree(t, src, changed)
 	w = prepare(t, m, s)
 	b, err := os.ReadFile(filepath.Join(w.Dir, "main.tf"))
 	require.NoError(t, err)
@@ -216,7 +216,7 @@ resource "terraform_data" "common" {
 }
 output "prefix" { value = terraform_data.common.output }
 `
-	writeTree(t, base, files)
+	testenv.WriteTree(t, base, files)
 	before := snapshot(t, base)
 	m := newManager(t)
 	w := prepare(t, m, Spec{Stack: "plat-ue2-dev", Instance: "elasticache/redis-cluster-1", Source: filepath.Join(base, "components", "elasticache")})
@@ -242,7 +242,7 @@ func TestStateAtCustomPathFollowsLayoutChange(t *testing.T) {
 	defer cancel()
 	base := t.TempDir()
 	src := filepath.Join(base, "components", "c")
-	writeTree(t, base, map[string]string{
+	testenv.WriteTree(t, base, map[string]string{
 		"components/c/main.tf": `resource "terraform_data" "x" { input = "kept" }`,
 		"modules/m/main.tf":    `output "o" { value = "from m" }`,
 	})
@@ -258,7 +258,7 @@ func TestStateAtCustomPathFollowsLayoutChange(t *testing.T) {
 	oldDir := w.Dir
 	require.NoError(t, w.Close())
 
-	writeTree(t, base, map[string]string{"components/c/main.tf": `
+	testenv.WriteTree(t, base, map[string]string{"components/c/main.tf": `
 resource "terraform_data" "x" { input = "kept" }
 module "m" { source = "../../modules/m" }
 output "o" { value = module.m.o }
@@ -279,7 +279,7 @@ func TestSymlinkedModuleDirsInit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	base := t.TempDir()
-	writeTree(t, base, map[string]string{
+	testenv.WriteTree(t, base, map[string]string{
 		"components/c/main.tf": `
 module "x" { source = "./modules/x" }
 module "y" { source = "./local/y" }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/otheruser"
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // requireUnsafe checks that err refuses path by name, with its owner and
@@ -98,7 +99,7 @@ func requireUntouched(t *testing.T, home string) {
 // and nothing of the victim's lands in their dirs.
 func TestNewRefusesRootOfAnotherUser(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
 	id, err := ID("plat-ue2-dev", "db")
 	require.NoError(t, err)
 	for _, mode := range []os.FileMode{0o755, 0o777} {
@@ -132,7 +133,7 @@ func TestNewRefusesRootOfAnotherUser(t *testing.T) {
 func TestNewRefusesUnsafeRoot(t *testing.T) {
 	me := os.Geteuid()
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
 	mk := func(t *testing.T, p string, mode os.FileMode) string {
 		require.NoError(t, os.MkdirAll(p, 0o755))
 		require.NoError(t, os.Chmod(p, mode))
@@ -176,7 +177,7 @@ func TestNewRefusesUnsafeRoot(t *testing.T) {
 // its group or others can write is refused too.
 func TestPrepareRefusesHomeOfAnotherUser(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
 	t.Run("their home", func(t *testing.T) {
 		otheruser.NeedRoot(t)
 		m, err := New(filepath.Join(otheruser.Reachable(t, t.TempDir()), "root"))
@@ -210,7 +211,7 @@ func TestPrepareRefusesHomeOfAnotherUser(t *testing.T) {
 func TestHomeSwappedBetweenRuns(t *testing.T) {
 	otheruser.NeedRoot(t)
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`})
 	m, err := New(filepath.Join(otheruser.Reachable(t, t.TempDir()), "root"))
 	require.NoError(t, err)
 	w := prepare(t, m, secretSpec(src))
@@ -243,7 +244,7 @@ func TestHomeSwappedBetweenRuns(t *testing.T) {
 // a symlink out of the home is refused, never followed.
 func TestStampPathsStayInside(t *testing.T) {
 	src := t.TempDir()
-	writeTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`, "old.tf": "# old"})
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "x" {}`, "old.tf": "# old"})
 	m := newManager(t)
 	w := prepare(t, m, secretSpec(src))
 	require.NoError(t, w.Close())

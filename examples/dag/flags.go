@@ -1,13 +1,30 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
-
-	"github.com/tfisolate/tfisolate/internal/demo"
 )
+
+// main runs the example (run, in main.go) on the command line; Ctrl-C or
+// SIGTERM cancels it, which interrupts terraform.
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "dag:", err)
+		}
+		os.Exit(1)
+	}
+}
 
 type options struct {
 	root        string
@@ -39,7 +56,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.padding < 0 {
 		return nil, fmt.Errorf("-provider-size %d: want 0 or more", o.padding)
 	}
-	root, err := demo.Root(o.root, "dag")
+	root, err := resolveRoot(o.root)
 	if err != nil {
 		return nil, err
 	}

@@ -1,73 +1,47 @@
-// Command dag shows the runner's run queue and the data that flows along
-// it: units that depend on each other are applied in dependency order and
-// destroyed in the reverse order, independent units run alongside, and a
-// unit gets the outputs of the units it depends on.
-//
-// Stack plat-ue2-dev has four instances:
-//
-//	network/vpc                  the vpc component: outputs vpc_id, subnet_ids
-//	elasticache/redis-cluster-1  depends on network/vpc, placed in it
-//	elasticache/redis-cluster-2  depends on network/vpc, placed in it
-//	elasticache/redis-cluster-3  independent
-//
-// A cluster in the VPC has a Unit.Generate: right before it starts, in the
-// same Run, it gets the VPC's result and writes its outputs into a tfvars
-// file. The example prints the order of apply and of destroy (Runner.Order,
-// a dry run), then applies and destroys, printing when each unit starts and
-// ends, and what each cluster received. It works offline.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
+	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
+	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/runner"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "dag:", err)
-		}
-		os.Exit(1)
-	}
-}
-
+// run is the example; main (flags.go) calls it with the command line.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	o, err := parseFlags(args, os.Stderr)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "root: %s\n", o.root)
-	env, err := demo.SetupOffline(ctx, o.root, o.padding)
+	// The offline stand-in (offline.go): terraform, the components, the registry.
+	env, err := startOffline(ctx, o.root, o.padding)
 	if err != nil {
 		return err
 	}
-	defer env.Close()
+	defer env.close()
+	cache, err := pluginc.Open(filepath.Join(o.root, "plugin-cache"), env.cacheOptions...)
+	if err != nil {
+		return err
+	}
 	wds, err := workdir.New(filepath.Join(o.root, "workdirs"))
 	if err != nil {
 		return err
 	}
-	units := stackUnits(env.Source(demo.VPCComponent), env.Source(demo.Component), o.latency)
+	units := stackUnits(env.vpcSource, env.source, o.latency)
 	printUnits(stdout, units)
 
 	tl := &timeline{w: stdout}
 	r, err := runner.New(
 		runner.WithWorkdirs(wds),
-		runner.WithPluginCache(env.Cache),
-		runner.WithTerraform(env.Terraform),
+		runner.WithPluginCache(cache),
+		runner.WithTerraform(env.terraform),
 		runner.WithParallelism(o.parallelism),
 		runner.WithEvents(tl.event),
 	)
@@ -82,25 +56,44 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		printWaves(stdout, cmd, waves)
 	}
 
-	fmt.Fprintln(stdout, "\napply:")
-	tl.reset()
-	rep, err := r.Run(ctx, runner.Apply, units...)
-	if rep != nil {
-		summary(stdout, rep)
-		printDataFlow(stdout, rep)
-	}
-	if err != nil {
-		return fmt.Errorf("apply: %w", err)
-	}
-
-	fmt.Fprintln(stdout, "\ndestroy:")
-	tl.reset()
-	rep, err = r.Run(ctx, runner.Destroy, units...)
-	if rep != nil {
-		summary(stdout, rep)
-	}
-	if err != nil {
-		return fmt.Errorf("destroy: %w", err)
+	for i, cmd := range []runner.Command{runner.Apply, runner.Destroy} {
+		fmt.Fprintf(stdout, "\n%s:\n", cmd)
+		tl.reset()
+		rep, err := r.Run(ctx, cmd, units...)
+		if rep != nil {
+			summary(stdout, rep)
+			if i == 0 { // applied: what each cluster received
+				printDataFlow(stdout, rep)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
 	}
 	return nil
+}
+
+// stackUnits are the VPC of vpcSource and the clusters of source: 1 and 2
+// depend on the VPC and get its outputs (networkVars), 3 is independent.
+func stackUnits(vpcSource, source string, latency time.Duration) []runner.Unit {
+	unit := func(instance, src string, deps ...string) runner.Unit {
+		u := runner.Unit{DependsOn: deps, Workdir: workdir.Spec{
+			Stack: stack, Instance: instance, Source: src,
+			Files: map[string][]byte{
+				"backend.tf.json":            []byte(`{"terraform": {"backend": {"local": {}}}}`),
+				"terraform.auto.tfvars.json": vars(instance, latency),
+			},
+		}}
+		if len(deps) > 0 {
+			u.Generate = networkVars // called once the VPC is done, with its result
+		}
+		return u
+	}
+	// Dependents come first: the order comes from DependsOn, not the list.
+	return []runner.Unit{
+		unit(cluster1, source, unitID(vpc)),
+		unit(cluster2, source, unitID(vpc)),
+		unit(cluster3, source),
+		unit(vpc, vpcSource),
+	}
 }

@@ -7,9 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/runner"
-	"github.com/tfisolate/tfisolate/workdir"
 )
 
 // The stack's instances: a VPC, two clusters placed in it, and one
@@ -24,38 +22,11 @@ const (
 // networkFile is the tfvars file a cluster in the VPC gets its network in.
 const networkFile = "network.auto.tfvars.json"
 
-// unitID is the runner's default ID of an instance of demo.Stack.
-func unitID(instance string) string { return demo.Stack + "/" + instance }
+// stack is the stack of every instance.
+const stack = "plat-ue2-dev"
 
-// stackUnits returns the four units: the VPC of vpcSource, and the
-// clusters of source, 1 and 2 depending on the VPC and getting its
-// outputs, 3 independent.
-func stackUnits(vpcSource, source string, latency time.Duration) []runner.Unit {
-	unit := func(instance, src string) runner.Unit {
-		return runner.Unit{Workdir: workdir.Spec{
-			Stack:    demo.Stack,
-			Instance: instance,
-			Source:   src,
-			Files: map[string][]byte{
-				"backend.tf.json":            demo.BackendJSON(),
-				"terraform.auto.tfvars.json": vars(instance, latency),
-			},
-		}}
-	}
-	inVPC := func(u runner.Unit) runner.Unit {
-		u.DependsOn = []string{unitID(vpc)}
-		u.Generate = networkVars
-		return u
-	}
-	// Dependents come first: the order comes from DependsOn, not from the
-	// list.
-	return []runner.Unit{
-		inVPC(unit(cluster1, source)),
-		inVPC(unit(cluster2, source)),
-		unit(cluster3, source),
-		unit(vpc, vpcSource),
-	}
-}
+// unitID is the runner's default ID of an instance of stack.
+func unitID(instance string) string { return stack + "/" + instance }
 
 // networkVars is the Generate of a cluster in the VPC. The runner calls it
 // right before the cluster starts, once the VPC is applied, with the VPC's
@@ -83,7 +54,7 @@ func networkVars(_ context.Context, deps map[string]runner.Result) (map[string][
 // vars is an instance's generated variables: a name unique in the stack.
 func vars(instance string, latency time.Duration) []byte {
 	b, err := json.Marshal(map[string]any{
-		"name":            demo.Stack + "-" + strings.ReplaceAll(instance, "/", "-"),
+		"name":            stack + "-" + strings.ReplaceAll(instance, "/", "-"),
 		"latency_seconds": latency.Seconds(),
 	})
 	if err != nil {

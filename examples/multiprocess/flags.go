@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"time"
-
-	"github.com/tfisolate/tfisolate/internal/demo"
 )
 
 type options struct {
@@ -55,7 +53,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.parallelism == 0 {
 		o.parallelism = o.per
 	}
-	root, err := demo.Root(o.root, "multiprocess")
+	root, err := resolveRoot(o.root)
 	if err != nil {
 		return nil, err
 	}

@@ -1,22 +1,3 @@
-// Command multiprocess shows tfisolate's guarantees across OS processes:
-// several processes (this binary, re-executed as workers) share ONE
-// provider cache and ONE workdir root and apply overlapping sets of
-// instances at the same time. With the defaults, three processes apply
-// elasticache/redis-cluster-1..4, 3..6 and 5..8 of stack plat-ue2-dev.
-//
-// What it shows:
-//   - the provider is downloaded once for all processes (the cache's
-//     per-package flock; the others wait for it or find it installed),
-//   - an instance two processes share is applied by one at a time (the
-//     workdir's instance flock; the other waits, shown as lock wait) and
-//     both succeed,
-//   - every instance's state holds its resources.
-//
-// The parent builds the provider on first run and serves it from a loopback
-// HTTPS registry; the workers reach it through the address and CA file the
-// parent passes them. Each worker hands the parent its runner.Report in the
-// runner's documented JSON form (json.Marshal of the report), which -json
-// prints inside the outcome.
 package main
 
 import (
@@ -27,6 +8,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+
+	"github.com/tfisolate/tfisolate/runner"
+	"github.com/tfisolate/tfisolate/workdir"
 )
 
 func main() {
@@ -45,4 +30,22 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// instance is the name of the i-th cluster (1-based) in the stack.
+func instance(i int) string { return fmt.Sprintf("elasticache/redis-cluster-%d", i) }
+
+// cluster is the unit of the i-th cluster of the component at source,
+// with the files a stack-driven wrapper would generate for it. Its ID is
+// the instance: each process runs one stack.
+func cluster(i int, source string, latency time.Duration) runner.Unit {
+	return runner.Unit{ID: instance(i), Workdir: workdir.Spec{
+		Stack:    "plat-ue2-dev",
+		Instance: instance(i),
+		Source:   source,
+		Files: map[string][]byte{
+			"backend.tf.json":            []byte(`{"terraform": {"backend": {"local": {}}}}`),
+			"terraform.auto.tfvars.json": fmt.Appendf(nil, `{"name": "plat-ue2-dev-redis-cluster-%d", "latency_seconds": %g}`, i, latency.Seconds()),
+		},
+	}}
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/runner"
 	"github.com/tfisolate/tfisolate/workdir"
 )
@@ -56,23 +55,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("find own executable to start workers: %w", err)
 	}
-	tf, err := demo.Terraform(ctx, o.root)
+	// The offline stand-in (offline.go): terraform, the component, the registry.
+	env, err := startOffline(ctx, o.root, o.padding)
 	if err != nil {
 		return err
 	}
-	source, err := demo.WriteInfra(filepath.Join(o.root, "infra"))
-	if err != nil {
-		return err
-	}
-	prov, err := demo.ServeProvider(filepath.Join(o.root, "provider"), o.padding)
-	if err != nil {
-		return fmt.Errorf("serve the provider locally: %w", err)
-	}
-	defer prov.Close()
-	caFile := filepath.Join(o.root, "registry-ca.pem")
-	if err := prov.WriteCAFile(caFile); err != nil {
-		return err
-	}
+	defer env.close()
 	cacheDir := filepath.Join(o.root, "plugin-cache")
 	wdRoot := filepath.Join(o.root, "workdirs")
 	out := &outcome{Root: o.root, ColdCache: isEmptyDir(cacheDir)}
@@ -80,20 +68,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	cfgs := make([]workerConfig, o.procs)
 	for p := range cfgs {
 		cfgs[p] = workerConfig{
-			Process: p + 1, Terraform: tf, Source: source, Workdirs: wdRoot, Cache: cacheDir,
-			LogDir:       filepath.Join(o.root, "logs", fmt.Sprintf("proc-%d", p+1)),
-			RegistryHost: prov.Host(), RegistryAddr: prov.Addr(), CAFile: caFile,
+			Process: p + 1, Terraform: env.terraform, Source: env.source, Workdirs: wdRoot, Cache: cacheDir,
+			LogDir:    filepath.Join(o.root, "logs", fmt.Sprintf("proc-%d", p+1)),
+			Registry:  env.registry,
 			Instances: o.instances(p), Latency: o.latency, Parallelism: o.parallelism,
 		}
 		fmt.Fprintf(say, "process %d applies %s\n", p+1, instanceRange(cfgs[p].Instances))
 	}
 	fmt.Fprintf(say, "%d processes share one provider cache (%s) and one workdir root (%s)\n", o.procs, cacheDir, wdRoot)
 
-	before := prov.Downloads()
+	before := env.downloads()
 	start := time.Now()
 	out.Processes = startWorkers(ctx, exe, cfgs, say)
 	out.WallSeconds = time.Since(start).Seconds()
-	out.Downloads = prov.Downloads() - before
+	out.Downloads = env.downloads() - before
 
 	wds, err := workdir.New(wdRoot)
 	if err != nil {
@@ -111,7 +99,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	slices.Sort(nums)
 	for _, i := range nums {
-		st := readState(ctx, wds, source, i, o.latency)
+		st := readState(ctx, wds, env.source, i, o.latency)
 		st.Processes = applied[i]
 		out.Instances = append(out.Instances, st)
 	}
@@ -140,5 +128,5 @@ func instanceRange(nums []int) string {
 	if len(nums) == 0 {
 		return "nothing"
 	}
-	return fmt.Sprintf("%s .. %s", demo.Instance(nums[0]), demo.Instance(nums[len(nums)-1]))
+	return fmt.Sprintf("%s .. %s", instance(nums[0]), instance(nums[len(nums)-1]))
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -40,8 +39,8 @@ type tfstate struct {
 // through Prepare, which takes the instance lock, so it never reads a state
 // a process is still writing.
 func readState(ctx context.Context, wds *workdir.Manager, source string, i int, latency time.Duration) instanceState {
-	st := instanceState{Instance: demo.Instance(i)}
-	w, err := wds.Prepare(ctx, workdir.Spec{Stack: demo.Stack, Instance: demo.Instance(i), Source: source, Files: demo.Files(i, latency)})
+	st := instanceState{Instance: instance(i)}
+	w, err := wds.Prepare(ctx, cluster(i, source, latency).Workdir)
 	if err != nil {
 		st.Error = err.Error()
 		return st

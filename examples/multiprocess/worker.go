@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
-	"github.com/tfisolate/tfisolate/internal/testregistry"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/runner"
 	"github.com/tfisolate/tfisolate/workdir"
@@ -24,18 +22,16 @@ const workerEnv = "TFISOLATE_EXAMPLE_MULTIPROCESS_WORKER"
 
 // workerConfig is everything a worker needs from the parent.
 type workerConfig struct {
-	Process      int           `json:"process"`
-	Terraform    string        `json:"terraform"`
-	Source       string        `json:"source"`
-	Workdirs     string        `json:"workdirs"`
-	Cache        string        `json:"cache"`
-	LogDir       string        `json:"log_dir"`
-	RegistryHost string        `json:"registry_host"`
-	RegistryAddr string        `json:"registry_addr"`
-	CAFile       string        `json:"ca_file"`
-	Instances    []int         `json:"instances"`
-	Latency      time.Duration `json:"latency"`
-	Parallelism  int           `json:"parallelism"`
+	Process     int            `json:"process"`
+	Terraform   string         `json:"terraform"`
+	Source      string         `json:"source"`
+	Workdirs    string         `json:"workdirs"`
+	Cache       string         `json:"cache"`
+	LogDir      string         `json:"log_dir"`
+	Registry    registryAccess `json:"registry"` // offline.go's loopback registry
+	Instances   []int          `json:"instances"`
+	Latency     time.Duration  `json:"latency"`
+	Parallelism int            `json:"parallelism"`
 }
 
 // procResult is what a worker reports on stdout, as its last line.
@@ -86,15 +82,11 @@ func applyInstances(ctx context.Context, cfg workerConfig, stderr io.Writer) (*p
 			return a
 		},
 	})})
-	ca, err := os.ReadFile(cfg.CAFile)
-	if err != nil {
-		return res, fmt.Errorf("registry CA: %w", err)
-	}
-	hc, err := testregistry.NewClient(cfg.RegistryHost, cfg.RegistryAddr, ca)
+	registry, err := cfg.Registry.cacheOptions() // offline.go; yours: none
 	if err != nil {
 		return res, err
 	}
-	cache, err := pluginc.Open(cfg.Cache, pluginc.WithSource(pluginc.Registry()), pluginc.WithHTTPClient(hc), pluginc.WithLogger(log))
+	cache, err := pluginc.Open(cfg.Cache, append(registry, pluginc.WithLogger(log))...)
 	if err != nil {
 		return res, err
 	}
@@ -136,9 +128,7 @@ func applyInstances(ctx context.Context, cfg workerConfig, stderr io.Writer) (*p
 	}
 	units := make([]runner.Unit, len(cfg.Instances))
 	for k, i := range cfg.Instances {
-		units[k] = runner.Unit{ID: demo.Instance(i), Workdir: workdir.Spec{
-			Stack: demo.Stack, Instance: demo.Instance(i), Source: cfg.Source, Files: demo.Files(i, cfg.Latency),
-		}}
+		units[k] = cluster(i, cfg.Source, cfg.Latency)
 	}
 	rep, runErr := r.Run(ctx, runner.Apply, units...)
 	res.Cache = cache.Stats()

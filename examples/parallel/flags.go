@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/runner"
 )
 
@@ -71,7 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.live != "auto" && o.live != "live" && o.live != "lines" {
 		return nil, fmt.Errorf("-progress %q: want auto, live or lines", o.live)
 	}
-	root, err := demo.Root(o.root, "parallel")
+	root, err := resolveRoot(o.root)
 	if err != nil {
 		return nil, err
 	}

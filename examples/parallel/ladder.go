@@ -2,11 +2,21 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
+	"os/signal"
 	"sync"
 
 	"github.com/tfisolate/tfisolate/runner"
 )
+
+// run is the example with Ctrl-C from the terminal.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	ctrlC := make(chan os.Signal, 3)
+	signal.Notify(ctrlC, os.Interrupt)
+	defer signal.Stop(ctrlC)
+	return runWithCtrlC(ctx, args, stdout, ctrlC)
+}
 
 // onCtrlC climbs stop's ladder, one request per value from ctrlC, and
 // says so through note, until the returned function is called; that

@@ -76,7 +76,7 @@ func TestRunCtrlCClimbsTheStopLadder(t *testing.T) {
 	wds, err := workdir.New(filepath.Join(root, "workdirs"))
 	require.NoError(t, err)
 	held := map[string]*workdir.Workdir{}
-	for _, u := range demo.Units(source, 3, 0) {
+	for _, u := range clusters(source, 3, 0) {
 		w, err := wds.Prepare(ctx, u.Workdir)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, w.Close()) })

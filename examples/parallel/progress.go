@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/runner"
 )
 
@@ -42,27 +41,40 @@ type unitView struct {
 	end    time.Time
 }
 
-func newProgress(w io.Writer, mode string, ids []string) *progress {
-	live := mode == "live"
-	if mode == "auto" {
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+// newViews returns where the example tells its story (stdout, or stderr
+// with -json, where stdout carries only the report) and the progress view
+// on the same stream.
+func newViews(stdout io.Writer, o *options) (*syncWriter, *progress) {
+	say := &syncWriter{w: stdout}
+	if o.json {
+		say = &syncWriter{w: os.Stderr}
+	}
+	live := o.live == "live"
+	if o.live == "auto" {
+		if f, ok := say.w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			live = true
 		}
 	}
-	p := &progress{w: w, live: live, ids: ids, units: map[string]*unitView{}}
-	for _, id := range ids {
-		p.units[id] = &unitView{}
-		p.width = max(p.width, len(id))
-	}
-	return p
+	return say, &progress{w: say, live: live, units: map[string]*unitView{}}
 }
 
-// start begins the periodic redraw of elapsed times on a terminal.
-func (p *progress) start(ctx context.Context) {
+// start shows the units, and on a terminal begins the periodic redraw of
+// elapsed times.
+func (p *progress) start(ctx context.Context, units []runner.Unit) {
+	p.mu.Lock()
+	for _, u := range units {
+		// The runner's default unit ID.
+		id := u.Workdir.Stack + "/" + u.Workdir.Instance
+		if _, ok := p.units[id]; !ok {
+			p.units[id] = &unitView{}
+			p.ids = append(p.ids, id)
+			p.width = max(p.width, len(id))
+		}
+	}
 	if !p.live {
+		p.mu.Unlock()
 		return
 	}
-	p.mu.Lock()
 	p.drawing = true
 	p.mu.Unlock()
 	ctx, p.stopTick = context.WithCancel(ctx)
@@ -174,14 +186,6 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-func unitIDs(n int) []string {
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = demo.Stack + "/" + demo.Instance(i+1)
-	}
-	return ids
 }
 
 // syncWriter serializes writes: the story, the progress view and the

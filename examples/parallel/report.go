@@ -12,6 +12,26 @@ import (
 	"github.com/tfisolate/tfisolate/runner"
 )
 
+// printReport prints the run's report (the table, or with -json the JSON form
+// on stdout) and returns the run's error, or one saying that a stop kept
+// units from starting.
+func printReport(stdout, say io.Writer, o *options, rep *runner.Report, runErr error, downloads int64, st pluginc.Stats) error {
+	if rep == nil {
+		return runErr
+	}
+	if o.json {
+		if err := writeJSON(stdout, rep, downloads); err != nil {
+			return err
+		}
+	} else {
+		summary(say, rep, downloads, st)
+	}
+	if ns := rep.NotStarted(); runErr == nil && len(ns) > 0 {
+		return fmt.Errorf("stopped: %d of %d units never started", len(ns), len(rep.Results))
+	}
+	return runErr
+}
+
 // summary prints one row per unit and the totals, and the units that
 // never started when a stop or a failure kept them from it.
 func summary(w io.Writer, rep *runner.Report, downloads int64, st pluginc.Stats) {

@@ -1,13 +1,30 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
-
-	"github.com/tfisolate/tfisolate/internal/demo"
 )
+
+// main runs the example (run, in main.go) on the command line; Ctrl-C or
+// SIGTERM cancels it, which interrupts terraform.
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "planapply:", err)
+		}
+		os.Exit(1)
+	}
+}
 
 type options struct {
 	root        string
@@ -42,7 +59,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.latency < 0 {
 		return nil, fmt.Errorf("-latency %s: want 0 or more", o.latency)
 	}
-	root, err := demo.Root(o.root, "planapply")
+	root, err := resolveRoot(o.root)
 	if err != nil {
 		return nil, err
 	}

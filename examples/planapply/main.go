@@ -1,73 +1,52 @@
-// Command planapply plans twelve instances into saved plans, shows what
-// each would change, then applies exactly those plans: what was reviewed
-// is what gets applied, never a fresh plan. Stack plat-ue2-dev,
-// instances elasticache/redis-cluster-1..12 of one component, offline (the
-// provider is built on first run and served from a loopback registry).
-//
-// runner.SavePlan keeps each plan in its instance's workdir and puts its
-// path and counts in Result.Plan; runner.ApplyPlan applies that file and
-// refuses one whose workdir, lock file or terraform changed since. Run it
-// twice: the second time every plan is empty and nothing is applied.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
+	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
+	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/runner"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "planapply:", err)
-		}
-		os.Exit(1)
-	}
-}
-
+// run is the example; main (flags.go) calls it with the command line.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	o, err := parseFlags(args, os.Stderr)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "root: %s\n", o.root)
-	env, err := demo.SetupOffline(ctx, o.root, 0)
+	// The offline stand-in (offline.go): terraform, the component, the registry.
+	env, err := startOffline(ctx, o.root)
 	if err != nil {
 		return err
 	}
-	defer env.Close()
+	defer env.close()
+	cache, err := pluginc.Open(filepath.Join(o.root, "plugin-cache"), env.cacheOptions...)
+	if err != nil {
+		return err
+	}
 	wds, err := workdir.New(filepath.Join(o.root, "workdirs"))
 	if err != nil {
 		return err
 	}
-	// Each unit's log is DATADIR/tfisolate-logs/COMMAND.log in its
-	// workdir: the plan's log stays beside the apply's.
 	r, err := runner.New(
 		runner.WithWorkdirs(wds),
-		runner.WithPluginCache(env.Cache),
-		runner.WithTerraform(env.Terraform),
+		runner.WithPluginCache(cache),
+		runner.WithTerraform(env.terraform),
 		runner.WithParallelism(o.parallelism),
 	)
 	if err != nil {
 		return err
 	}
-	units := demo.Units(env.Source(demo.Component), o.n, o.latency)
+	units := clusters(env.source, o.n, o.latency)
 
 	// Plan every instance into a saved plan in its own workdir.
-	fmt.Fprintf(stdout, "planning %d instances of %s in stack %s, parallelism %d\n", o.n, demo.ComponentName, demo.Stack, o.parallelism)
+	fmt.Fprintf(stdout, "planning %d instances of elasticache in stack plat-ue2-dev, parallelism %d\n", o.n, o.parallelism)
 	plans, err := r.Run(ctx, runner.SavePlan, units...)
 	if plans != nil {
 		printPlans(stdout, plans)
@@ -76,8 +55,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("plan: %w", err)
 	}
 
-	// Apply exactly the saved plans that change something. The report
-	// has the units' order, so results and units line up.
+	// Apply exactly the saved plans that change something (the report
+	// has the units' order).
 	var changed []runner.Unit
 	for i, res := range plans.Results {
 		if res.HasChanges {
@@ -97,4 +76,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("apply: %w", err)
 	}
 	return nil
+}
+
+// clusters are the units elasticache/redis-cluster-1..n of source.
+func clusters(source string, n int, latency time.Duration) []runner.Unit {
+	units := make([]runner.Unit, n)
+	for i := range units {
+		name := fmt.Sprintf("redis-cluster-%d", i+1)
+		units[i] = runner.Unit{Workdir: workdir.Spec{
+			Stack:    "plat-ue2-dev",
+			Instance: "elasticache/" + name,
+			Source:   source,
+			Files: map[string][]byte{
+				"backend.tf.json":            []byte(`{"terraform": {"backend": {"local": {}}}}`),
+				"terraform.auto.tfvars.json": fmt.Appendf(nil, `{"name": "plat-ue2-dev-%s", "latency_seconds": %g}`, name, latency.Seconds()),
+			},
+		}}
+	}
+	return units
 }

@@ -60,7 +60,15 @@ func ServeProvider(dir string, padding int64, opts ...testregistry.Option) (*Pro
 // OpenCache opens the shared provider cache at dir with the demo registry
 // as its only source.
 func (p *Provider) OpenCache(dir string) (*pluginc.Cache, error) {
-	return pluginc.Open(dir, pluginc.WithSource(pluginc.Registry()), pluginc.WithHTTPClient(p.HTTPClient()))
+	return pluginc.Open(dir, p.CacheOptions()...)
+}
+
+// CacheOptions are the options of a provider cache (pluginc.Open) that
+// installs from the demo registry only: the registry protocol, and a
+// client that trusts the registry's certificate and dials it on loopback.
+// They are what an example replaces with its user's own registry.
+func (p *Provider) CacheOptions() []pluginc.Option {
+	return []pluginc.Option{pluginc.WithSource(pluginc.Registry()), pluginc.WithHTTPClient(p.HTTPClient())}
 }
 
 // TerraformCLIConfig is a CLI config under which terraform itself installs

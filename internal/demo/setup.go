@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
-	"github.com/tfisolate/tfisolate/pluginc"
 )
 
 // Root resolves an example's -root flag: the flag's value made absolute,
@@ -38,24 +37,23 @@ func Terraform(ctx context.Context, root string) (string, error) {
 }
 
 // Offline is what an example needs to run on a machine with no network:
-// terraform, the infra tree, the test provider served on loopback and a
-// shared provider cache that gets it from there.
+// terraform, the infra tree and the test provider served on loopback, the
+// examples' stand-in for a real registry (see Provider.CacheOptions).
 type Offline struct {
+	// Root is the directory everything lives under.
+	Root string
 	// Terraform is the terraform executable.
 	Terraform string
 	// Infra is the root of the infra tree WriteInfra laid out.
 	Infra string
 	// Provider is the loopback registry serving the test provider.
 	Provider *Provider
-	// Cache is the shared provider cache, with the loopback registry as
-	// its only source.
-	Cache *pluginc.Cache
 }
 
 // SetupOffline finds terraform (see Terraform), writes the infra tree
-// under root/infra, serves the provider (padded by padding bytes; built
-// under root/provider on first use) and opens the cache at
-// root/plugin-cache. Close the returned Offline when done.
+// under root/infra and serves the provider (padded by padding bytes;
+// built under root/provider on first use). Close the returned Offline
+// when done.
 func SetupOffline(ctx context.Context, root string, padding int64) (*Offline, error) {
 	tf, err := Terraform(ctx, root)
 	if err != nil {
@@ -69,12 +67,7 @@ func SetupOffline(ctx context.Context, root string, padding int64) (*Offline, er
 	if err != nil {
 		return nil, fmt.Errorf("serve the provider locally: %w", err)
 	}
-	cache, err := prov.OpenCache(filepath.Join(root, "plugin-cache"))
-	if err != nil {
-		prov.Close()
-		return nil, err
-	}
-	return &Offline{Terraform: tf, Infra: infra, Provider: prov, Cache: cache}, nil
+	return &Offline{Root: root, Terraform: tf, Infra: infra, Provider: prov}, nil
 }
 
 // Source is the directory of a component of the infra tree, such as

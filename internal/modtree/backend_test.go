@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 func TestReadBackend(t *testing.T) {
@@ -51,7 +53,7 @@ func TestReadBackend(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, tc.files)
+			testenv.WriteTree(t, dir, tc.files)
 			got, err := ReadBackend(dir, tc.overlay, TerraformFiles)
 			require.NoError(t, err)
 			if tc.want.File != "" {
@@ -83,7 +85,7 @@ func TestReadBackendRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, tc.files)
+			testenv.WriteTree(t, dir, tc.files)
 			_, err := ReadBackend(dir, nil, TerraformFiles)
 			require.ErrorIs(t, err, ErrBackend)
 			require.Contains(t, err.Error(), tc.names)

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // Files.Select is OpenTofu's own rule (its configs loader's
@@ -38,7 +40,7 @@ func TestFilesSelect(t *testing.T) {
 // what the walk reports names the real files.
 func TestWalkTofuFiles(t *testing.T) {
 	base := t.TempDir()
-	writeTree(t, base, map[string]string{
+	testenv.WriteTree(t, base, map[string]string{
 		"c/main.tf":                `module "old" { source = "../modules/old" }`,
 		"c/main.tofu":              `module "new" { source = "../modules/new" }`,
 		"c/net.tofu":               `module "net" { source = "../modules/net" }`,
@@ -74,7 +76,7 @@ func TestWalkTofuFiles(t *testing.T) {
 // backend.tf; generated files may be .tofu files too.
 func TestReadBackendTofu(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{
+	testenv.WriteTree(t, dir, map[string]string{
 		"backend.tf":       "terraform {\n  backend \"local\" {\n    path = \"tf.tfstate\"\n  }\n}",
 		"backend.tofu":     "terraform {\n  backend \"local\" {\n    path = \"tofu.tfstate\"\n  }\n}",
 		"remote.tofu.json": `{"data": {"terraform_remote_state": {"db": {"backend": "local", "config": {"path": "inputs/db.tfstate"}}}}}`,
@@ -131,7 +133,7 @@ func TestDynamicExpr(t *testing.T) {
 // local, never followed.
 func TestWalkDynamicSource(t *testing.T) {
 	base := t.TempDir()
-	writeTree(t, base, map[string]string{
+	testenv.WriteTree(t, base, map[string]string{
 		"c/main.tofu": `
 variable "flavor" { type = string }
 module "m" { source = "./mods/${var.flavor}" }

@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // A FIFO named like a configuration file is never opened: the walk
 // returns, the FIFO is listed as skipped and the rest still parses.
 func TestWalkSkipsFIFO(t *testing.T) {
 	root := t.TempDir()
-	writeTree(t, root, map[string]string{"main.tf": `module "m" { source = "./m" }`, "m/main.tf": `output "o" { value = 1 }`})
+	testenv.WriteTree(t, root, map[string]string{"main.tf": `module "m" { source = "./m" }`, "m/main.tf": `output "o" { value = 1 }`})
 	fifo := filepath.Join(root, "hang.tf")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
 	t.Cleanup(func() { unblockFIFO(fifo) })

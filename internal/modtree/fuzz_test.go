@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // stacksComponent is a Terraform Stacks file: terraform ignores it in a
@@ -21,7 +23,7 @@ const stacksComponent = `component "c" {
 // terraform does, and finds its calls.
 func TestStacksFilesIgnored(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{
+	testenv.WriteTree(t, dir, map[string]string{
 		"root/main.tf":              `module "net" { source = "../net" }`,
 		"root/app.tfcomponent.hcl":  stacksComponent,
 		"root/deploy.tfstack.hcl":   `deployment "d" { inputs = {} }`,
@@ -55,7 +57,7 @@ func FuzzWalk(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, tf, other string) {
 		dir := t.TempDir()
-		writeTree(t, dir, map[string]string{
+		testenv.WriteTree(t, dir, map[string]string{
 			"root/main.tf":           tf,
 			"root/extra.tf.json":     other,
 			"root/x.tfcomponent.hcl": other,

@@ -6,16 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-)
 
-func writeTree(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-	}
-}
+	"github.com/tfisolate/tfisolate/internal/testenv"
+)
 
 func keys(calls []Call) []string {
 	out := make([]string, 0, len(calls))
@@ -56,7 +49,7 @@ func TestIsLocal(t *testing.T) {
 
 func TestWalkNested(t *testing.T) {
 	base := t.TempDir()
-	writeTree(t, base, map[string]string{
+	testenv.WriteTree(t, base, map[string]string{
 		"c/main.tf": `
 module "a" { source = "../modules/a" }
 module "r" {
@@ -136,7 +129,7 @@ func TestWalkCycles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()
-			writeTree(t, base, tc.files)
+			testenv.WriteTree(t, base, tc.files)
 			if tc.link[0] != "" {
 				require.NoError(t, os.Symlink(tc.link[1], filepath.Join(base, tc.link[0])))
 			}
@@ -154,7 +147,7 @@ func TestWalkCycles(t *testing.T) {
 // and is parsed once however it is reached.
 func TestWalkSymlinkedModuleDir(t *testing.T) {
 	base := t.TempDir()
-	writeTree(t, base, map[string]string{
+	testenv.WriteTree(t, base, map[string]string{
 		"c/main.tf": `
 module "x" { source = "./modules/x" }
 module "y" { source = "../shared-modules/x" }`,
@@ -181,7 +174,7 @@ module "y" { source = "../shared-modules/x" }`,
 // local directory is recorded and the walk goes on.
 func TestWalkErrorsAreRecorded(t *testing.T) {
 	base := t.TempDir()
-	writeTree(t, base, map[string]string{
+	testenv.WriteTree(t, base, map[string]string{
 		"c/broken.tf": `resource "x" {`,
 		"c/main.tf": `
 module "ok" { source = "../ok" }

@@ -1,7 +1,8 @@
 // Package testbackend starts real remote state backends for tests, from
 // test code and with nothing installed by hand beyond PostgreSQL's server
-// package: a throwaway PostgreSQL server for terraform's pg backend, and a
-// loopback HTTP state server for terraform's http backend. Both hand out a
+// package: a throwaway PostgreSQL server for terraform's pg backend, a
+// loopback HTTP state server for terraform's http backend, and a moto
+// server (an AWS emulator) for the s3 backend. Each hands out a
 // backend.tf.json body (BackendJSON) that a test puts beside a root module
 // (for instance in workdir.Spec.Files).
 //
@@ -59,6 +60,23 @@
 //     dropped) and only in the process that started the server. A test
 //     process killed outright leaves its server running (pg_ctl detaches
 //     it) and its temp dir behind. Query and AdvisoryLocks need psql.
+//
+// # S3 and DynamoDB (StartMoto)
+//
+// Guarantees:
+//   - moto_server (from PATH, else python3 -m moto.server) listens on
+//     127.0.0.1 at a free port (tried three times); its start is awaited
+//     by its own "Running on" line, within a minute. When moto cannot be
+//     found the test is skipped naming moto_server, except under CI=true,
+//     where it fails.
+//   - BackendJSON configures the s3 backend with the server as its S3 and
+//     DynamoDB endpoint, path-style addressing, fixed test credentials and
+//     no AWS account or metadata lookups, locking with the DynamoDB table
+//     LockTable (CreateLockTable) or with lock files (use_lockfile).
+//   - Object and Lock read what the engine wrote: a state, and the lock
+//     info the lock kind keeps (the table item's Info, or KEY.tflock).
+//   - At the test's cleanup the server's process group is killed and
+//     waited for. A test process killed outright leaves it running.
 //
 // # HTTP (StartHTTPState)
 //

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"testing"
 )
 
 // Binary is a built provider executable. It is shared by every test of the
@@ -60,7 +59,7 @@ var builds struct {
 
 // Build returns the provider built with the given options, building it on
 // first use. A build failure fails the calling test.
-func Build(tb testing.TB, opts ...Option) *Binary {
+func Build(tb TB, opts ...Option) *Binary {
 	tb.Helper()
 	var cfg buildConfig
 	for _, o := range opts {

@@ -26,6 +26,10 @@
 //     provider only from such a mirror, never from its fictional host; other
 //     providers keep Terraform's direct installation.
 //
+// BuildTo and PackageZip serve programs that are not tests; the package
+// does not import testing (the helpers below take the small TB
+// interface), so such a program does not link it.
+//
 // Build, Zip and WriteFilesystemMirror fail the test through tb.Fatalf, so
 // call them from the test's goroutine (or join the goroutine and check
 // t.Failed). Built binaries live in one temp dir shared by the whole test binary (tests

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 )
 
 // WriteFilesystemMirror lays bin out in dir as Terraform's packed
@@ -14,7 +13,7 @@ import (
 // dir/HOST/NAMESPACE/TYPE/terraform-provider-tfitest_VER_OS_ARCH.zip. It
 // returns the written zip paths in the order of versions. Each zip is a
 // private copy the test may change.
-func WriteFilesystemMirror(tb testing.TB, dir string, bin *Binary, versions ...string) []string {
+func WriteFilesystemMirror(tb TB, dir string, bin *Binary, versions ...string) []string {
 	tb.Helper()
 	pkgDir := filepath.Join(dir, Host, Namespace, Type)
 	if err := os.MkdirAll(pkgDir, 0o755); err != nil {
@@ -51,7 +50,7 @@ func CLIConfigFilesystemMirror(dir string) []byte {
 
 // WriteCLIConfig writes cfg to a fresh file in a t.TempDir and returns its
 // path, ready for testenv.TerraformEnv.
-func WriteCLIConfig(tb testing.TB, cfg []byte) string {
+func WriteCLIConfig(tb TB, cfg []byte) string {
 	tb.Helper()
 	p := filepath.Join(tb.TempDir(), "terraform.rc")
 	if err := os.WriteFile(p, cfg, 0o644); err != nil {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/hashicorp/go-version"
@@ -66,7 +65,7 @@ func PackageZip(w io.Writer, binPath, ver string) error {
 // platform, named ZipName(version, Platform). It is made once per binary
 // and version and shared by all tests: copy it before changing it. A bad
 // version or a failed write fails the test.
-func (b *Binary) Zip(tb testing.TB, ver string) string {
+func (b *Binary) Zip(tb TB, ver string) string {
 	tb.Helper()
 	p, err := b.zip(ver)
 	if err != nil {

@@ -23,5 +23,6 @@
 //
 // New does not need a testing.TB, so examples can use it; Start is the
 // test-friendly wrapper that fails the test on error and closes the server
-// at cleanup.
+// at cleanup. The package does not import testing (Start takes the small
+// TB interface), so a program that serves a registry does not link it.
 package testregistry

@@ -1,10 +1,8 @@
 package testregistry
 
-import "testing"
-
 // Start is New for tests: it fails the test on error and closes the server
 // when the test ends.
-func Start(tb testing.TB, opts ...Option) *Server {
+func Start(tb TB, opts ...Option) *Server {
 	tb.Helper()
 	s, err := New(opts...)
 	if err != nil {
@@ -15,7 +13,7 @@ func Start(tb testing.TB, opts ...Option) *Server {
 }
 
 // MustAdd is Add for tests.
-func (s *Server) MustAdd(tb testing.TB, p Package) {
+func (s *Server) MustAdd(tb TB, p Package) {
 	tb.Helper()
 	if err := s.Add(p); err != nil {
 		tb.Fatalf("%v", err)

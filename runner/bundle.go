@@ -1,0 +1,342 @@
+package runner
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
+)
+
+// A plan bundle carries one unit's saved plan to another machine or
+// workdir root: an uncompressed tar of
+//
+//	manifest.json   what the plan was made from (the saved plan's record)
+//	                and the sha256 of every other member, with a digest of
+//	                all of it and, when the host gave a key, an HMAC
+//	plan.tfplan     terraform's saved plan
+//	plan.json       terraform show -json of it
+//	lock.hcl        the dependency lock file the plan was made with, when
+//	                there was one
+//
+// It holds what terraform's plan holds, sensitive values included: it is
+// written 0600, and it is for the jobs that apply it, not for a PR
+// comment.
+const (
+	bundleFormat   = "tfisolate-plan-bundle/1"
+	bundleExt      = ".tfplan-bundle"
+	bundleManifest = "manifest.json"
+	bundlePlan     = "plan.tfplan"
+	bundleJSON     = "plan.json"
+	bundleLock     = "lock.hcl"
+
+	// maxBundleBytes bounds what an import reads: a bundle is refused
+	// past it rather than read into memory without end.
+	maxBundleBytes = 1 << 30
+)
+
+// ErrPlanBundle reports a plan bundle ImportPlan refuses: not a bundle,
+// damaged, altered (its digest or MAC does not match), or another unit's.
+var ErrPlanBundle = errors.New("plan bundle refused")
+
+// bundleSpec is what ExportPlan and ImportPlan are given.
+type bundleSpec struct {
+	dir string
+	key []byte
+}
+
+// ExportPlan returns a command that writes each unit's saved plan (see
+// SavePlan) as one self-contained file, a plan bundle, at BundlePath(dir,
+// unit ID): the plan, its JSON rendering, the dependency lock file and the
+// record of what the plan was made from (the workdir's content digest, the
+// unit's arguments, environment and inputs, the workspace, the engine and
+// its version). A plan that is missing or already stale for the workdir
+// is not exported (ErrNoPlan, ErrStalePlan). With a key, the bundle
+// carries an HMAC-SHA256 of its content, which ImportPlan given the same
+// key checks. The bundle is written 0600, atomically; it holds sensitive
+// values as terraform's plan does. No terraform process runs.
+func ExportPlan(dir string, key []byte) Command {
+	return Command{name: "export-plan", kind: kindExportPlan, phase: PhaseStep, bundle: bundleSpec{dir: dir, key: key}}
+}
+
+// ImportPlan returns a command that takes each unit's plan bundle from
+// BundlePath(dir, unit ID), written by ExportPlan on another machine or
+// workdir root, and makes it the unit's saved plan, for ApplyPlan (or
+// ApplyDestroyPlan) to apply exactly. Before anything is written it
+// checks the bundle: its members against its digest, and against its
+// HMAC when a key is given (a bundle without one is then refused too),
+// that it is for this unit, and that it is not stale here: the workdir's
+// source and generated files, the unit's arguments, environment and
+// inputs, the workspace and the engine must be what the plan was made
+// from. A bundle that fails is refused with ErrPlanBundle or ErrStalePlan
+// naming what differs, and the unit's workdir and saved plan are left as
+// they were. No terraform process runs. The bundle's lock file becomes
+// the workdir's, so the apply uses the providers the plan was made with.
+//
+// A plan is spent once applied, wherever: applying the same bundle again
+// on another machine fails with ErrStalePlan (terraform refuses a plan
+// whose state has moved on).
+func ImportPlan(dir string, key []byte) Command {
+	return Command{name: "import-plan", kind: kindImportPlan, phase: PhaseStep, bundle: bundleSpec{dir: dir, key: key}}
+}
+
+// BundlePath is where ExportPlan writes, and ImportPlan reads, the plan
+// bundle of the unit with the given ID in dir: a file name made from the
+// ID (readable, safe on every filesystem, never the same for two IDs).
+func BundlePath(dir, unitID string) string {
+	return filepath.Join(dir, strings.TrimSuffix(logName(unitID), ".log")+bundleExt)
+}
+
+// manifest is a bundle's manifest.json.
+type manifest struct {
+	Format string            `json:"format"`
+	Unit   string            `json:"unit"`
+	Meta   planMeta          `json:"meta"`
+	Files  map[string]string `json:"files"`          // member name: sha256
+	Digest string            `json:"digest"`         // sha256 of the fields above
+	MAC    string            `json:"mac,omitempty"`  // HMAC-SHA256 of the same, with the host's key
+	Made   time.Time         `json:"made"`           // when the bundle was written; not covered
+	Host   string            `json:"host,omitempty"` // where; not covered
+}
+
+// content is what the digest and the MAC cover.
+func (m *manifest) content() []byte {
+	b, _ := json.Marshal(struct {
+		Format string            `json:"format"`
+		Unit   string            `json:"unit"`
+		Meta   planMeta          `json:"meta"`
+		Files  map[string]string `json:"files"`
+	}{m.Format, m.Unit, m.Meta, m.Files})
+	return b
+}
+
+func bundleMAC(key, content []byte) string {
+	h := hmac.New(sha256.New, key)
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// exportPlan writes the unit's saved plan as a bundle.
+func (x *unitRun) exportPlan() error {
+	_, file, jsonFile, metaFile := x.planPaths()
+	b, err := os.ReadFile(metaFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w for unit %s: run SavePlan first (%s)", ErrNoPlan, x.id, metaFile)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", metaFile, err)
+	}
+	var rec planMeta
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return fmt.Errorf("%w for unit %s: unreadable record %s: %w", ErrStalePlan, x.id, metaFile, err)
+	}
+	saved, err := x.checkSavedPlan(rec.Destroy, true)
+	if err != nil {
+		return err
+	}
+	members := map[string][]byte{}
+	for name, p := range map[string]string{bundlePlan: file, bundleJSON: jsonFile, bundleLock: filepath.Join(x.dir, lockFileName)} {
+		data, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) && name == bundleLock {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("export plan of %s: %w", x.id, err)
+		}
+		members[name] = data
+	}
+	if sha256Hex(members[bundlePlan]) != saved.Plan {
+		return fmt.Errorf("%w for unit %s: the plan file changed while it was read", ErrStalePlan, x.id)
+	}
+	host, _ := os.Hostname()
+	m := manifest{Format: bundleFormat, Unit: x.id, Meta: saved, Files: map[string]string{}, Made: time.Now().UTC(), Host: host}
+	for name, data := range members {
+		m.Files[name] = sha256Hex(data)
+	}
+	m.Digest = sha256Hex(m.content())
+	if x.rs.cmd.bundle.key != nil {
+		m.MAC = bundleMAC(x.rs.cmd.bundle.key, m.content())
+	}
+	mb, err := json.MarshalIndent(&m, "", "  ")
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := func(name string, data []byte) error {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(data)), ModTime: m.Made, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	}
+	err = add(bundleManifest, mb)
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		if err == nil {
+			err = add(name, members[name])
+		}
+	}
+	if err = errors.Join(err, tw.Close()); err != nil {
+		return fmt.Errorf("export plan of %s: %w", x.id, err)
+	}
+	dst := BundlePath(x.rs.cmd.bundle.dir, x.id)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return fmt.Errorf("export plan of %s: %w", x.id, err)
+	}
+	if err := atomicfile.WriteFile(dst, buf.Bytes(), 0o600); err != nil {
+		return fmt.Errorf("export plan of %s: %w", x.id, err)
+	}
+	x.out.note(fmt.Sprintf("plan exported to %s (%d bytes)", dst, buf.Len()))
+	return nil
+}
+
+// readBundle reads and checks the bundle at p for unit id: its form, its
+// members against its digest, its MAC when key is given.
+func readBundle(p, id string, key []byte) (*manifest, map[string][]byte, error) {
+	refuse := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrPlanBundle, p, fmt.Sprintf(format, a...))
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, nil, refuse("%v", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, nil, refuse("not a regular file")
+	}
+	tr := tar.NewReader(io.LimitReader(f, maxBundleBytes))
+	members := map[string][]byte{}
+	var total int64
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, refuse("not a plan bundle: %v", err)
+		}
+		switch h.Name {
+		case bundleManifest, bundlePlan, bundleJSON, bundleLock:
+		default:
+			return nil, nil, refuse("unexpected member %q", h.Name)
+		}
+		if _, dup := members[h.Name]; dup || h.Typeflag != tar.TypeReg {
+			return nil, nil, refuse("member %q is repeated or not a file", h.Name)
+		}
+		if total += h.Size; h.Size < 0 || total > maxBundleBytes {
+			return nil, nil, refuse("larger than %d bytes", int64(maxBundleBytes))
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, nil, refuse("read %s: %v", h.Name, err)
+		}
+		members[h.Name] = data
+	}
+	var m manifest
+	if err := json.Unmarshal(members[bundleManifest], &m); err != nil {
+		return nil, nil, refuse("no readable manifest: %v", err)
+	}
+	delete(members, bundleManifest)
+	switch {
+	case m.Format != bundleFormat:
+		return nil, nil, refuse("format %q, want %q", m.Format, bundleFormat)
+	case m.Digest != sha256Hex(m.content()):
+		return nil, nil, refuse("the manifest does not match its digest (damaged or altered)")
+	case m.Unit != id:
+		return nil, nil, refuse("it is the plan of unit %s, not of %s", m.Unit, id)
+	case key != nil && m.MAC == "":
+		return nil, nil, refuse("it carries no MAC, and a key was given")
+	case key != nil && !hmac.Equal([]byte(m.MAC), []byte(bundleMAC(key, m.content()))):
+		return nil, nil, refuse("its MAC does not match the key (altered, or made with another key)")
+	}
+	if len(m.Files) != len(members) {
+		return nil, nil, refuse("the manifest lists %d members, the bundle holds %d", len(m.Files), len(members))
+	}
+	for name, data := range members {
+		if m.Files[name] != sha256Hex(data) {
+			return nil, nil, refuse("member %s does not match the manifest (damaged or altered)", name)
+		}
+	}
+	if members[bundlePlan] == nil || m.Files[bundlePlan] != m.Meta.Plan || m.Files[bundleLock] != m.Meta.LockFile {
+		return nil, nil, refuse("its plan or lock file is not the one its record describes")
+	}
+	return &m, members, nil
+}
+
+// importPlan checks the unit's bundle and installs it as its saved plan.
+func (x *unitRun) importPlan() error {
+	src := BundlePath(x.rs.cmd.bundle.dir, x.id)
+	m, members, err := readBundle(src, x.id, x.rs.cmd.bundle.key)
+	if err != nil {
+		return err
+	}
+	saved := m.Meta
+	now := planMeta{Digest: x.w.Digest, Engine: string(x.rs.eng.Kind) + " " + x.rs.eng.Version.String(), Destroy: saved.Destroy,
+		Args: planArgsDigest(x.u), Inputs: x.externalInputs(), Plan: saved.Plan, LockFile: saved.LockFile}
+	if why := staleness(saved, now, saved.Destroy); why != "" {
+		return fmt.Errorf("%w for unit %s: the bundle %s (made on %s at %s) does not match this workdir: %s",
+			ErrStalePlan, x.id, src, m.Host, m.Made.Format(time.RFC3339), why)
+	}
+	dir, file, jsonFile, metaFile := x.planPaths()
+	for _, old := range []string{metaFile, x.applyingPath(), x.redactedPath()} {
+		if err := os.Remove(old); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove old saved plan: %w", err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("saved plan dir: %w", err)
+	}
+	lock := filepath.Join(x.dir, lockFileName)
+	if _, ok := members[bundleLock]; !ok {
+		if err := os.Remove(lock); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("import plan of %s: the plan was made without a lock file: %w", x.id, err)
+		}
+	}
+	for name, dst := range map[string]string{bundlePlan: file, bundleJSON: jsonFile, bundleLock: lock} {
+		data, ok := members[name]
+		if !ok {
+			continue
+		}
+		perm := os.FileMode(0o600) // the plan holds sensitive values as terraform renders them
+		if name == bundleLock {
+			perm = 0o644
+		}
+		if err := atomicfile.WriteFile(dst, data, perm); err != nil {
+			return fmt.Errorf("import plan of %s: %w", x.id, err)
+		}
+	}
+	if js, ok := members[bundleJSON]; ok {
+		if err := x.writeRedacted(js); err != nil {
+			return fmt.Errorf("import plan of %s: %w", x.id, err)
+		}
+	}
+	// The record last: until it is there, ApplyPlan finds no plan.
+	b, _ := json.MarshalIndent(saved, "", "  ")
+	if err := atomicfile.WriteFile(metaFile, b, 0o644); err != nil {
+		return fmt.Errorf("import plan of %s: %w", x.id, err)
+	}
+	if sum, err := summarizePlan(members[bundleJSON]); err == nil {
+		sum.File, sum.JSONFile, sum.RedactedJSONFile, sum.DestroyPlan = file, jsonFile, x.redactedPath(), saved.Destroy
+		x.res.Plan = sum
+		x.res.HasChanges = sum.Add+sum.Change+sum.Destroy+sum.Import > 0
+	}
+	x.out.note(fmt.Sprintf("plan imported from %s (made on %s at %s)", src, m.Host, m.Made.Format(time.RFC3339)))
+	return nil
+}
