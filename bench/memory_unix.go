@@ -65,6 +65,9 @@ func (e *env) memorySection(ctx context.Context, out io.Writer) error {
 	add := func(label string, r *peerRow, kills int64, peak int64) {
 		rows = append(rows, []string{label, fmt.Sprintf("%d/%d", r.ok, r.n), strconv.FormatInt(kills, 10), secs(r.wall), mib(peak)})
 		fmt.Fprintf(e.log, "bench: memory: %s: %d/%d succeeded, %d OOM kills, %s, peak %s\n", label, r.ok, r.n, kills, secs(r.wall), mib(peak))
+		for msg, n := range r.errs {
+			fmt.Fprintf(e.log, "bench: memory:   %d x %s\n", n, firstLine(msg))
+		}
 	}
 	measure := func(label string, row func() (*peerRow, error)) error {
 		k0 := cg.kills()
