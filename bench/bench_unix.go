@@ -61,6 +61,11 @@ func bench(ctx context.Context, o *options, stdout io.Writer) error {
 			errs = append(errs, err)
 		}
 	}
+	if !o.skipped(nameMemory) && ctx.Err() == nil {
+		if err := e.memorySection(ctx, out); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(o.scale) > 0 && ctx.Err() == nil {
 		if err := e.scaling(ctx, out); err != nil {
 			errs = append(errs, err)

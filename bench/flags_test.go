@@ -23,6 +23,9 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-wide-parallelism", "0"},
 		{"-floor-reps", "0"},
 		{"-large-provider-size", "-1"},
+		{"-memory-n", "0"},
+		{"-memory-provider-mib", "0"},
+		{"-memory-limit", "0"},
 		{"extra"},
 	} {
 		err := run(context.Background(), args, &bytes.Buffer{})

@@ -61,10 +61,12 @@ const (
 	nameLarge = "large"
 	nameWide  = "wide"
 	nameTofu  = "tofu"
+	// The memory section (issue 16).
+	nameMemory = "memory"
 )
 
 var skippable = []string{nameShared, nameDataDir, namePreinit, nameSequential, nameTfisolate, nameCold, nameWarm,
-	nameFloor, nameBase, nameLarge, nameWide, nameTofu}
+	nameFloor, nameBase, nameLarge, nameWide, nameTofu, nameMemory}
 
 type options struct {
 	n            int
@@ -85,6 +87,9 @@ type options struct {
 	keep         bool
 	markdown     string
 	providerDir  string
+	memN         int   // the memory section's units
+	memMiB       int   // what each unit's provider holds, MiB
+	memLimit     int64 // the memory section's cgroup limit, bytes
 	progressDest io.Writer
 	args         []string // as given, for the report's "how it was made"
 }
@@ -107,10 +112,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.wideN, "wide-n", 48, "units in the floor section's wide scenario (apply waits -latency)")
 	fs.IntVar(&o.widePar, "wide-parallelism", 16, "parallelism of the wide scenario")
 	fs.IntVar(&o.floorReps, "floor-reps", 5, "runs of terraform alone that each floor figure is the median of")
+	fs.IntVar(&o.memN, "memory-n", 12, "units of the memory section")
+	fs.IntVar(&o.memMiB, "memory-provider-mib", 600, "MiB the memory section's provider allocates and holds")
+	fs.Int64Var(&o.memLimit, "memory-limit", 2<<30, "bytes of the memory section's cgroup (below memory-n units' size)")
 	fs.StringVar(&o.tofu, "tofu", "", "the OpenTofu (1.10 or newer) binary of the OpenTofu rows (default: tofu on PATH, else OpenTofu "+testenv.TofuVersion+" built once from its Go module)")
 	skip := fs.String("skip", "", "comma-separated parts to skip: comparison approaches "+strings.Join(skippable[:5], ", ")+
 		"; comparison passes "+nameCold+", "+nameWarm+" (both: no comparison); "+nameFloor+" (the whole floor section) or its scenarios "+
-		nameBase+", "+nameLarge+", "+nameWide+"; "+nameTofu+" (the OpenTofu rows)")
+		nameBase+", "+nameLarge+", "+nameWide+"; "+nameTofu+" (the OpenTofu rows); "+nameMemory+" (the memory section)")
 	fs.StringVar(&o.root, "root", "", "where the scratch directory is made (default: the temp dir); it is removed at the end unless -keep")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
 	fs.StringVar(&o.markdown, "markdown", "", "also write the tables to this file")
@@ -149,10 +157,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"-large-n", o.largeN}, {"-wide-n", o.wideN}, {"-wide-parallelism", o.widePar}, {"-floor-reps", o.floorReps}} {
+	}{{"-memory-n", o.memN}, {"-memory-provider-mib", o.memMiB}, {"-large-n", o.largeN}, {"-wide-n", o.wideN}, {"-wide-parallelism", o.widePar}, {"-floor-reps", o.floorReps}} {
 		if f.v < 1 {
 			return nil, fmt.Errorf("%s %d: want at least 1", f.name, f.v)
 		}
+	}
+	if o.memLimit < 1 {
+		return nil, fmt.Errorf("-memory-limit %d: want bytes > 0", o.memLimit)
 	}
 	if o.tofu != "" {
 		if o.tofu, err = filepath.Abs(o.tofu); err != nil {

@@ -34,7 +34,7 @@ func TestRunTiny(t *testing.T) {
 		root := t.TempDir()
 		md := filepath.Join(t.TempDir(), "bench.md")
 		var out bytes.Buffer
-		args := append([]string{"-n", "2", "-skip", "shared,datadir,floor", "-scale", "2", "-scale-parallelism", "2", "-root", root, "-markdown", md}, common...)
+		args := append([]string{"-n", "2", "-skip", "shared,datadir,floor,memory", "-scale", "2", "-scale-parallelism", "2", "-root", root, "-markdown", md}, common...)
 		require.NoError(t, run(context.Background(), args, &out))
 		s := out.String()
 
@@ -95,7 +95,7 @@ func TestRunTiny(t *testing.T) {
 		tofu := testenv.Tofu(t)
 		var out bytes.Buffer
 		root := t.TempDir()
-		args := append([]string{"-n", "2", "-skip", "cold,warm", "-scale", "none", "-root", root, "-tofu", tofu}, common...)
+		args := append([]string{"-n", "2", "-skip", "cold,warm,memory", "-scale", "none", "-root", root, "-tofu", tofu}, common...)
 		require.NoError(t, run(context.Background(), args, &out))
 		s := out.String()
 		left, err := os.ReadDir(root)
@@ -157,7 +157,7 @@ func TestRunTiny(t *testing.T) {
 
 	t.Run("keep", func(t *testing.T) {
 		root := t.TempDir()
-		args := append([]string{"-skip", "cold,warm,floor", "-scale", "none", "-root", root, "-keep"}, common...)
+		args := append([]string{"-skip", "cold,warm,floor,memory", "-scale", "none", "-root", root, "-keep"}, common...)
 		require.NoError(t, run(context.Background(), args, &bytes.Buffer{}))
 		left, err := os.ReadDir(root)
 		require.NoError(t, err)

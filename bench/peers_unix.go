@@ -452,6 +452,7 @@ type tfiState struct {
 	wds   *workdir.Manager
 	wrap  *wrapper
 	units []runner.Unit
+	opts  []runner.Option // added to the row's runner options (the memory section's budget)
 }
 
 func (e *env) newTfiState(dir string, s floorScenario) (*tfiState, error) {
@@ -477,13 +478,13 @@ func (e *env) tfisolateRow(ctx context.Context, g *provGroup, s floorScenario, s
 		return nil, err
 	}
 	ev := &phaseTimes{at: map[string]map[runner.Phase]time.Time{}}
-	rn, err := runner.New(
+	rn, err := runner.New(append([]runner.Option{
 		runner.WithWorkdirs(st.wds),
 		runner.WithPluginCache(cache),
 		runner.WithTerraform(st.wrap.path),
 		runner.WithParallelism(s.p),
 		runner.WithEvents(ev.record),
-	)
+	}, st.opts...)...)
 	if err != nil {
 		return nil, err
 	}

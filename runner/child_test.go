@@ -31,6 +31,9 @@ const childConfigEnv = "TFISOLATE_RUNNER_CHILD_CONFIG"
 // runChild is the body of a re-executed test binary acting as another OS
 // process; see TestMain.
 func runChild(role string) int {
+	if role == memoryChildRole {
+		return runMemoryChild()
+	}
 	if role != "apply" {
 		fmt.Printf("unknown child role %q\n", role)
 		return 2

@@ -164,6 +164,7 @@ func (x *unitRun) reapUnit(ctx context.Context, interrupted bool) {
 // in the journal (so a later run finds it if this host dies) and for
 // reapUnit.
 func (x *unitRun) engineStarted(pid int, output string) {
+	x.rs.mem.track(x.idx, pid)
 	e := journalEngine{PID: pid, Start: procStartTime(pid), Output: output, Began: time.Now()}
 	x.engines = append(x.engines, e)
 	if err := recordEngine(x.w.DataDir, e); err != nil {

@@ -123,6 +123,14 @@
 //     patterns) of init and of the predefined commands are retried as
 //     WithRetry says; each retry is an event and counted in
 //     Result.Retries. Custom steps are not retried.
+//   - Memory is a budget (WithMemoryBudget; by default read from the
+//     host's cgroup limit or MemAvailable): a unit starts only when the
+//     running units' use plus its expected peak fit, in the queue's
+//     order, waiting only while other units run; each unit's process
+//     trees are sampled while it runs (Result.MemoryPeak) and the peak
+//     of each component is kept for the next Run. A unit the kernel
+//     killed for memory fails with ErrOutOfMemory and, for commands safe
+//     to repeat, runs once more when fewer units run.
 //   - Cancelling ctx sends terraform SIGINT (it stops, writes state and
 //     releases its lock) and kills it only after WithInterruptGrace; the
 //     unit is Canceled. A Stop (WithStop) is the ladder a CLI maps Ctrl-C

@@ -93,6 +93,9 @@ var (
 	// ErrGenerate is wrapped by the error of a unit whose Generate
 	// function failed.
 	ErrGenerate = errors.New("generate files")
+	// ErrOutOfMemory is wrapped by an *OutOfMemoryError: the kernel's
+	// OOM killer killed the unit's terraform or one of its plugins.
+	ErrOutOfMemory = errors.New("out of memory")
 	// ErrHandleDone reports a Handle used after its step returned (or
 	// one the runner did not make): Exec is refused, and an Exec still
 	// running when the step returned is interrupted.

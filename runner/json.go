@@ -26,6 +26,9 @@ type jsonEvent struct {
 	// WaitPID: see Event.WaitPID.
 	WaitPID int       `json:"wait_pid,omitempty"`
 	Wait    *jsonWait `json:"wait,omitempty"`
+	// Memory and MemoryWait: see Event.Memory and Event.MemoryWait.
+	Memory     int64   `json:"memory_bytes,omitempty"`
+	MemoryWait float64 `json:"memory_wait_seconds,omitempty"`
 }
 
 type jsonWait struct {
@@ -69,12 +72,14 @@ func fromJSONWait(j *jsonWait) *Wait {
 //	 "retry": 1, "error": "...", "wait_pid": 4242,
 //	 "wait": {"lock": "state", "state": {"id": "...", "who": "user@host", ...},
 //	   "instance": {"pid": 4242, "host": "ci-7", "since": "..."},
-//	   "waited_seconds": 12.5, "next_seconds": 8, "done": false}}
+//	   "waited_seconds": 12.5, "next_seconds": 8, "done": false},
+//	 "memory_bytes": 629145600, "memory_wait_seconds": 4.5}
 //
-// retry, error, wait_pid and wait are left out when empty (and in wait,
-// instance, state and next_seconds).
+// retry, error, wait_pid, wait, memory_bytes and memory_wait_seconds are
+// left out when empty (and in wait, instance, state and next_seconds).
 func (e Event) MarshalJSON() ([]byte, error) {
-	return json.Marshal(jsonEvent{Unit: e.Unit, Phase: e.Phase, Status: e.Status, Time: e.Time, Engine: jsonEngine(e.Engine), Retry: e.Retry, Error: errString(e.Err), WaitPID: e.WaitPID, Wait: toJSONWait(e.Wait)})
+	return json.Marshal(jsonEvent{Unit: e.Unit, Phase: e.Phase, Status: e.Status, Time: e.Time, Engine: jsonEngine(e.Engine), Retry: e.Retry, Error: errString(e.Err), WaitPID: e.WaitPID, Wait: toJSONWait(e.Wait),
+		Memory: e.Memory, MemoryWait: e.MemoryWait.Seconds()})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -83,7 +88,8 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*e = Event{Unit: j.Unit, Phase: j.Phase, Status: j.Status, Time: j.Time, Engine: Engine(j.Engine), Retry: j.Retry, Err: stringErr(j.Error), WaitPID: j.WaitPID, Wait: fromJSONWait(j.Wait)}
+	*e = Event{Unit: j.Unit, Phase: j.Phase, Status: j.Status, Time: j.Time, Engine: Engine(j.Engine), Retry: j.Retry, Err: stringErr(j.Error), WaitPID: j.WaitPID, Wait: fromJSONWait(j.Wait),
+		Memory: j.Memory, MemoryWait: seconds(j.MemoryWait)}
 	return nil
 }
 
@@ -99,6 +105,9 @@ type jsonResult struct {
 	Crashed      []jsonCrashedRun           `json:"crashed_runs,omitempty"`
 	InstanceLock *workdir.Holder            `json:"instance_lock,omitempty"`
 	Retries      int                        `json:"retries"`
+	MemoryPeak   int64                      `json:"memory_peak_bytes,omitempty"`
+	MemoryWait   float64                    `json:"memory_wait_seconds,omitempty"`
+	OutOfMemory  bool                       `json:"out_of_memory,omitempty"`
 	Unchanged    bool                       `json:"unchanged"`
 	InitSkipped  bool                       `json:"init_skipped"`
 	HasChanges   bool                       `json:"has_changes"`
@@ -175,7 +184,9 @@ type jsonOutputValue struct {
 //	   "started": "...", "engine_pid": 4242, "engine_output": "/path/x.out",
 //	   "waited_seconds": 2.5, "killed": ["4250 terraform-provider-aws"]}],
 //	 "instance_lock": {"pid": 4242, "host": "ci-7", "since": "..."},
-//	 "retries": 1, "unchanged": false, "init_skipped": false, "has_changes": true,
+//	 "retries": 1, "memory_peak_bytes": 629145600, "memory_wait_seconds": 4.5,
+//	 "out_of_memory": true,
+//	 "unchanged": false, "init_skipped": false, "has_changes": true,
 //	 "summary": {"add": 1, "change": 0, "destroy": 0, "import": 0},
 //	 "plan": {"file": "...", "json_file": "...", "redacted_json_file": "...", "destroy_plan": false,
 //	   "add": 1, "change": 0, "destroy": 0, "import": 0,
@@ -186,9 +197,10 @@ type jsonOutputValue struct {
 //	 "data": ..., "log": "/path/to/unit.log"}
 //
 // error, state_lock, recovered_locks, crashed_runs, instance_lock,
-// summary, plan, outputs, data and log are left out when empty (and
-// engine_pid, engine_output, waited_seconds and killed in a crashed run,
-// and a plan's redacted_json_file).
+// memory_peak_bytes, memory_wait_seconds, out_of_memory, summary, plan,
+// outputs, data and log are left out when empty (and engine_pid,
+// engine_output, waited_seconds and killed in a crashed run, and a
+// plan's redacted_json_file).
 // status is "succeeded", "failed", "skipped" (never started; error names
 // why) or "canceled" (started, then interrupted); see Status.
 func (r Result) MarshalJSON() ([]byte, error) {
@@ -197,6 +209,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Duration: r.Duration.Seconds(), LockWait: r.LockWait.Seconds(),
 		InstanceLock: r.InstanceLock, Retries: r.Retries, Unchanged: r.Unchanged, InitSkipped: r.InitSkipped,
 		HasChanges: r.HasChanges, Data: r.Data, Log: r.Log,
+		MemoryPeak: r.MemoryPeak, MemoryWait: r.MemoryWait.Seconds(), OutOfMemory: r.OutOfMemory,
 	}
 	if l := r.StateLock; l != nil {
 		j.StateLock = &jsonStateLock{ID: l.ID, Path: l.Path, Operation: l.Operation, Who: l.Who, Version: l.Version, Created: l.Created, Info: l.Info}
@@ -241,6 +254,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		Unit: j.Unit, Status: j.Status, Err: stringErr(j.Error), Started: j.Started,
 		Duration: seconds(j.Duration), LockWait: seconds(j.LockWait), InstanceLock: j.InstanceLock,
 		Retries: j.Retries, Unchanged: j.Unchanged, InitSkipped: j.InitSkipped, HasChanges: j.HasChanges, Data: j.Data, Log: j.Log,
+		MemoryPeak: j.MemoryPeak, MemoryWait: seconds(j.MemoryWait), OutOfMemory: j.OutOfMemory,
 	}
 	if l := j.StateLock; l != nil {
 		r.StateLock = &StateLock{ID: l.ID, Path: l.Path, Operation: l.Operation, Who: l.Who, Version: l.Version, Created: l.Created, Info: l.Info}

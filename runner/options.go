@@ -65,6 +65,7 @@ type config struct {
 	retry        RetryPolicy
 	recoverLocks bool
 	moduleStore  string
+	memory       memoryOptions
 }
 
 // moduleStoreDir is where remote modules are kept across Runs and
@@ -259,6 +260,27 @@ func WithModuleStore(dir string) Option {
 			return fmt.Errorf("%w: WithModuleStore(\"\")", ErrBadOption)
 		}
 		c.moduleStore = dir
+		return nil
+	})
+}
+
+// WithMemoryBudget bounds the memory the units of a Run use together:
+// a unit starts only when the running units' use plus its expected peak
+// fit in bytes (see the README's memory section). A unit expected to use
+// more than the whole budget runs alone, with a warning naming it.
+// WithParallelism stays an upper bound. Without this option the budget
+// is read from the machine at each Run: 90 % of the
+// memory limit of the host process's cgroup (v2 memory.max, v1
+// memory.limit_in_bytes) less the host's own resident memory when there
+// is a limit, else 75 % of MemAvailable;
+// none where neither can be read. NoMemoryBudget turns it off. A budget
+// below 0 other than NoMemoryBudget is refused.
+func WithMemoryBudget(bytes int64) Option {
+	return optionFunc(func(c *config) error {
+		if bytes < 0 && bytes != NoMemoryBudget {
+			return fmt.Errorf("%w: WithMemoryBudget(%d): want bytes > 0, 0 for the machine's, or NoMemoryBudget", ErrBadOption, bytes)
+		}
+		c.memory.budget = bytes
 		return nil
 	})
 }

@@ -32,6 +32,13 @@ type Event struct {
 	// after a transient error; Err is that error.
 	Retry int
 	Err   error // set with PhaseDone when the unit did not succeed, and with a retry
+	// Memory is set with PhaseMemoryWait: the memory the unit is expected
+	// to use (0 for a component never measured) while it waits, its
+	// peak when it waits to run again after an OOM kill, in bytes.
+	Memory int64
+	// MemoryWait is set with PhaseMemoryWait when the unit is admitted
+	// after waiting for memory: how long it waited.
+	MemoryWait time.Duration
 }
 
 // Wait describes a unit waiting for a lock someone else holds. A unit
@@ -103,8 +110,20 @@ type Result struct {
 	// InstanceLock describes the holder of the instance lock when the
 	// unit had to wait for it; nil if it did not wait.
 	InstanceLock *workdir.Holder
-	// Retries counts the attempts repeated after transient errors.
+	// Retries counts the attempts repeated after transient errors (and
+	// after an OOM kill).
 	Retries int
+	// MemoryPeak is the highest resident memory of the unit's process
+	// trees (terraform, its provider and provisioner plugins, their
+	// children), sampled from /proc while they ran, in bytes; 0 where
+	// it cannot be measured (no /proc, custom steps' own terraform).
+	MemoryPeak int64
+	// MemoryWait is how long the unit waited for memory under the
+	// budget (see WithMemoryBudget).
+	MemoryWait time.Duration
+	// OutOfMemory is set when the kernel's OOM killer killed the unit's
+	// terraform or a plugin of it; Err then wraps ErrOutOfMemory.
+	OutOfMemory bool
 	// Unchanged is set when WithSkipUnchanged skipped the unit because
 	// its inputs are those of its last successful apply.
 	Unchanged bool

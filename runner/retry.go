@@ -38,6 +38,17 @@ type RetryPolicy struct {
 	Patterns []*regexp.Regexp
 	// NoDefaults leaves DefaultTransientErrors out: only Patterns count.
 	NoDefaults bool
+	// NoOutOfMemoryRetry turns off the one retry of a unit the kernel
+	// killed for memory (ErrOutOfMemory), which otherwise runs again,
+	// once, when fewer units run (and its measured peak fits the
+	// budget). Retried: Init, Plan, SavePlan, Validate and Output, which
+	// change nothing but the instance's own files; Apply and Destroy
+	// only while terraform provably started no change (as for transient
+	// errors above: terraform writes state as it goes, so an apply
+	// killed once a change began is never applied again). Never
+	// retried: ApplyPlan (a saved plan whose apply was cut off is never
+	// applied again) and custom steps.
+	NoOutOfMemoryRetry bool
 }
 
 // DefaultTransientErrors match failures known to be transient: provider

@@ -46,6 +46,7 @@ type runState struct {
 	ordered bool
 	em      *emitter
 	out     *combined
+	mem     *memGate // the memory budget, and each unit's measured memory
 
 	tmp     string // this Run's private dir: CLI config, module snapshots
 	tmpLock *flock.Flock
@@ -79,6 +80,7 @@ func (r *Runner) newRunState(cmd Command, rc *runConfig, eng engine.Info, units 
 	if r.cfg.output != nil {
 		rs.out = &combined{w: r.cfg.output}
 	}
+	rs.mem = rs.newMemGate()
 	if rc.stop != nil {
 		rs.kill = rc.stop.Killing()
 	}
@@ -173,10 +175,14 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 	if rs.ordered {
 		policy.IgnoreOrder = false
 	}
+	if rs.mem.budget > 0 {
+		policy.Admit = rs.mem.admit
+	}
+	defer rs.mem.save()
 	rs.g.Run(runCtx, sel, policy, drain,
 		func(ctx context.Context, i int) error {
 			start := time.Now()
-			res, err := rs.runUnitSafely(ctx, i)
+			res, err := rs.mem.run(ctx, i, rs.runUnitSafely)
 			res.Unit, res.Started, res.Duration = rs.g.ID(i), true, time.Since(start)
 			rs.results[i] = res
 			return err

@@ -74,9 +74,14 @@ const (
 	// switches on the phase can ignore it; the unit's phase is still the
 	// one of the last other event.
 	PhaseWait
+	// PhaseMemoryWait is sent when a unit waits for memory under the
+	// budget (Event.Memory: what it is expected to use), again when it
+	// is admitted (Event.MemoryWait: how long it waited), and when it
+	// waits to run again after an OOM kill (Event.Retry set).
+	PhaseMemoryWait
 )
 
-var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step", "wait"}
+var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step", "wait", "memory-wait"}
 
 // String returns the phase in lower case, as shown in events.
 func (p Phase) String() string {

@@ -30,7 +30,9 @@
 //     it waits for (its dependencies, or its dependents under Reverse).
 //   - Run starts a unit as soon as everything it waits for is done, never
 //     more than Parallelism at once, and only after done has returned for
-//     everything it waits for. done is called exactly once per selected
+//     everything it waits for. An Admit hook (the runner's memory
+//     budget) may hold the next unit back while others run; it never
+//     reorders, and with nothing running the next unit starts. done is called exactly once per selected
 //     unit, never concurrently. A failure skips only what waits for the
 //     failed unit (unless IgnoreErrors); FailFast stops everything and
 //     cancels the running units' context with a cause naming the unit.

@@ -29,8 +29,8 @@ type Outcome struct {
 // run(ctx, i) is called in its own goroutine, at most p.Parallelism at
 // once; a unit starts as soon as every unit it waits for is done (its
 // dependencies, its dependents under Reverse, none under IgnoreOrder),
-// never waiting for a whole wave. Ready units start in ID order. The ctx
-// given to run is derived from ctx.
+// never waiting for a whole wave, and p.Admit (if set) lets it. Ready
+// units start in ID order. The ctx given to run is derived from ctx.
 //
 // done (may be nil) is called exactly once for every selected unit, when
 // its outcome is final: from the unit's goroutine after run returns, or
@@ -151,10 +151,16 @@ func (g *Graph) Run(ctx context.Context, sel []bool, p Policy, drain <-chan stru
 	drainC, ctxDone := drain, ctx.Done()
 	for {
 		for checkStop(); stopErr == nil && running < par && ready.Len() > 0; checkStop() {
-			i := heap.Pop(ready).(int)
-			if !final[i] {
-				start(i)
+			i := ready.units[0] // the heap's head: next in ID order
+			if final[i] {
+				heap.Pop(ready)
+				continue
 			}
+			if p.Admit != nil && !p.Admit(i, running) && running > 0 {
+				break // asked again when a unit ends
+			}
+			heap.Pop(ready)
+			start(i)
 		}
 		if running == 0 {
 			break

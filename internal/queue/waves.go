@@ -18,6 +18,15 @@ type Policy struct {
 	FailFast bool
 	// IgnoreErrors lets the dependents of a failed unit run anyway.
 	IgnoreErrors bool
+	// Admit, when set, is asked whether the next ready unit (in ID
+	// order) may start now, with how many units run; a true answer
+	// means it starts. While it says no and other units run, nothing
+	// else starts (no unit overtakes another) and it is asked again once
+	// a unit ends. With no unit running the unit starts whatever the
+	// answer, so admission never waits for anything but running units.
+	// Run calls it from its own goroutine, never concurrently with
+	// itself, but concurrently with the run functions of running units.
+	Admit func(i, running int) bool
 }
 
 // Waves is the dry run of Run: the selected units (sel from Select; nil

@@ -11,6 +11,10 @@
 //     replaces the resource, changing payload updates it in place. Import
 //     takes the name as the import ID.
 //   - data source tfitest_echo: result is a copy of value.
+//   - TFITEST_ALLOC_MIB=N in its environment (AllocEnv): once configured,
+//     it allocates and touches N MiB and holds them until it exits
+//     (TFITEST_ALLOC_HOLD: stays in ConfigureProvider that long), so
+//     memory scheduling is tested on real resident memory.
 //
 // Everything else in the protocol (functions, ephemeral resources, identity,
 // moves) answers with an empty response or an "unsupported" diagnostic.

@@ -41,8 +41,12 @@ func (Server) ValidateProviderConfig(_ context.Context, req *tfprotov6.ValidateP
 	return &tfprotov6.ValidateProviderConfigResponse{PreparedConfig: req.Config}, nil
 }
 
-// ConfigureProvider has nothing to configure.
+// ConfigureProvider has nothing to configure; it allocates the memory
+// AllocEnv asks for.
 func (Server) ConfigureProvider(context.Context, *tfprotov6.ConfigureProviderRequest) (*tfprotov6.ConfigureProviderResponse, error) {
+	if err := allocate(); err != nil {
+		return &tfprotov6.ConfigureProviderResponse{Diagnostics: errorDiag(err)}, nil
+	}
 	return &tfprotov6.ConfigureProviderResponse{}, nil
 }
 

@@ -1,0 +1,37 @@
+// Package memory reads what the runner's memory budget is made of: the
+// memory this process may use (its cgroup's limit, or the machine's
+// available memory), the resident memory of a process tree, and the
+// kernel's count of processes it killed for memory. It reads /proc and
+// the cgroup filesystem only; it never writes, signals or starts
+// anything. Linux only: elsewhere every reading reports that it found
+// nothing (ok false, zero sizes).
+//
+// Guarantees:
+//
+//   - Machine finds the memory cgroup of this process from
+//     /proc/self/cgroup and where it is mounted from /proc/self/mountinfo,
+//     for cgroup v1 (the memory controller's hierarchy: the lowest of
+//     memory.limit_in_bytes and memory.stat's hierarchical_memory_limit)
+//     and v2 (the lowest memory.max of the cgroup and its ancestors up to
+//     the mount). A limit at or above the machine's MemTotal is no limit
+//     (the kernel's "unlimited" is a huge number). Default budget: a
+//     CgroupShare of the limit less this process's resident memory when
+//     there is a limit, else an AvailableShare of MemAvailable.
+//   - Tree(pid) walks the process tree under pid through
+//     /proc/PID/task/TID/children, so a sample costs reads of the tree's
+//     own processes and threads, never a scan of the host's processes. A
+//     process that ends during the walk is left out, never an error.
+//     Resident memory is each process's resident set (/proc/PID/statm),
+//     summed: pages two processes share count twice, so the figure errs
+//     on the high side.
+//   - A Watch samples the trees of the roots it is given at a fixed
+//     interval and keeps their current sum and its peak. A root is named
+//     by its PID and start time: once that process ends, a later process
+//     that reuses the PID is never counted. Stop joins its goroutine.
+//   - OOMKills reads the count of the kernel's OOM kills in this
+//     process's memory cgroup (v1: memory.oom_control's oom_kill; v2:
+//     memory.events' oom_kill, which counts the cgroup's descendants too),
+//     else the machine's (/proc/vmstat oom_kill). It only ever grows: a
+//     rise between two readings means the kernel killed a process for
+//     memory in between.
+package memory

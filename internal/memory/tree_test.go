@@ -1,0 +1,118 @@
+package memory
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// helperEnv makes the test binary a child that allocates and touches
+// that many MiB, says "ready" and waits for its stdin to close.
+const helperEnv = "MEMORY_TEST_ALLOC_MIB"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(helperEnv); v != "" {
+		mib, _ := strconv.Atoi(v)
+		b := make([]byte, mib<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		fmt.Println("ready")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		b[0] = 2 // keep b alive until here
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// startAllocator starts /bin/sh, which starts this test binary as an
+// allocator of mib MiB: a tree two levels deep. It returns the shell's
+// PID and a function that ends both and waits.
+func startAllocator(t *testing.T, mib int) (pid int, stop func()) {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command("/bin/sh", "-c", `"$0"; exit 0`, self)
+	cmd.Env = append(os.Environ(), helperEnv+"="+strconv.Itoa(mib))
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", line)
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = in.Close()
+		require.NoError(t, cmd.Wait())
+	}
+	t.Cleanup(stop)
+	return cmd.Process.Pid, stop
+}
+
+func TestTreeFindsGrandchildrenAndTheirMemory(t *testing.T) {
+	pid, _ := startAllocator(t, 64)
+	procs := Tree(pid)
+	require.Len(t, procs, 2, "the shell and the allocator it started: %v", procs)
+	require.Equal(t, pid, procs[0].PID, "the root comes first")
+	require.GreaterOrEqual(t, Sum(procs), int64(64<<20), "the allocator's touched pages are resident")
+
+	// From this test process, the tree holds it and its descendants.
+	all := Tree(os.Getpid())
+	require.Equal(t, os.Getpid(), all[0].PID)
+	found := 0
+	for _, p := range all {
+		if p.PID == pid || p.PID == procs[1].PID {
+			found++
+		}
+	}
+	require.Equal(t, 2, found)
+}
+
+func TestTreeOfAGoneProcessIsEmpty(t *testing.T) {
+	pid, stop := startAllocator(t, 1)
+	stop()
+	require.Empty(t, Tree(pid))
+	require.Zero(t, StartTime(pid))
+}
+
+func TestWatchKeepsThePeakAndDropsEndedRoots(t *testing.T) {
+	w := NewWatch(10 * time.Millisecond)
+	defer w.Stop()
+	pid, stop := startAllocator(t, 48)
+	w.Add(pid)
+	require.GreaterOrEqual(t, w.Current(), int64(48<<20))
+	stop()
+	w.Sample()
+	require.Zero(t, w.Current(), "an ended root is not counted")
+	require.GreaterOrEqual(t, w.Peak(), int64(48<<20), "the peak stays")
+	w.mu.Lock()
+	require.Empty(t, w.roots)
+	w.mu.Unlock()
+	w.Stop()
+	w.Stop() // twice is fine
+}
+
+func TestWatchIgnoresAGoneProcess(t *testing.T) {
+	pid, stop := startAllocator(t, 1)
+	stop()
+	w := NewWatch(time.Hour)
+	defer w.Stop()
+	w.Add(pid)
+	require.Zero(t, w.Peak())
+	w.mu.Lock()
+	require.Empty(t, w.roots)
+	w.mu.Unlock()
+}

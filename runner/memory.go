@@ -1,0 +1,472 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/memory"
+	"github.com/tfisolate/tfisolate/internal/pathtrust"
+)
+
+// NoMemoryBudget, given to WithMemoryBudget, turns the memory budget off:
+// only the parallelism bounds how many units run at once. Each unit's
+// peak memory is still measured and reported.
+const NoMemoryBudget int64 = -1
+
+// memoryOptions are what WithMemoryBudget sets.
+type memoryOptions struct {
+	budget int64 // > 0: bytes; NoMemoryBudget: off; 0: read from the machine
+}
+
+// memoryFile is the record of the peak memory each component used, per
+// engine, beside the workdirs (in the workdir root, 0600), so the next
+// Run admits units by what they used before.
+const memoryFile = ".memory.json"
+
+// memoryRecord is memoryFile's content.
+type memoryRecord struct {
+	Version int          `json:"version"`
+	Peaks   []memoryPeak `json:"peaks"`
+}
+
+type memoryPeak struct {
+	Engine  string    `json:"engine"` // terraform or tofu
+	Source  string    `json:"source"` // the component's source dir
+	Bytes   int64     `json:"bytes"`
+	Updated time.Time `json:"updated"`
+}
+
+// memGate is one Run's memory budget: it admits units (the queue's
+// Admit hook), watches the process tree of each running unit, learns
+// each component's peak, and tells an out-of-memory kill from another
+// failure.
+//
+// Admission: a unit is admitted when the running units' use plus its
+// expected peak fits in the budget. A running unit counts as the larger
+// of its expected peak and the peak sampled so far (its peak may come
+// later in its run, and a unit that outgrows its estimate counts as it
+// is). The expected peak of a unit is its component's (per engine) peak:
+// measured in this Run, else recorded by an earlier one. A component
+// never measured runs one unit first, counted at what it uses as it
+// runs, counted as unmeasuredPeak; when the budget is tight (it cannot
+// hold the parallelism's worth of such units) its other units wait for
+// that unit's peak.
+type memGate struct {
+	rs     *runState
+	budget int64 // 0: off (units are measured, never held back)
+	path   string
+
+	mu      sync.Mutex
+	learned map[string]int64 // key -> expected peak
+	seen    map[string]int64 // key -> the peak measured in this Run
+	probing map[string]bool  // keys with a never-measured unit running
+	running map[int]*memUnit
+	waiting map[int]time.Time // units held back, since when
+	waited  map[int]time.Duration
+	// retrying counts units waiting to run again after an OOM kill: no
+	// new unit is admitted before them.
+	retrying int
+	changed  chan struct{} // closed (and replaced) when a unit releases its memory
+}
+
+type memUnit struct {
+	key    string
+	expect int64
+	probe  bool          // admitted before its component was measured
+	watch  *memory.Watch // nil until the unit's goroutine starts it
+}
+
+func (rs *runState) newMemGate() *memGate {
+	m := &memGate{rs: rs, learned: map[string]int64{}, seen: map[string]int64{}, probing: map[string]bool{},
+		running: map[int]*memUnit{}, waiting: map[int]time.Time{}, waited: map[int]time.Duration{}, changed: make(chan struct{})}
+	log := rs.cfg.logger
+	switch b := rs.cfg.memory.budget; {
+	case b > 0:
+		m.budget = b
+	case b == 0:
+		mc, err := memory.Read()
+		if err != nil {
+			// Expected where there is no /proc (only Linux has a budget by default).
+			level := slog.LevelDebug
+			if runtime.GOOS == "linux" {
+				level = slog.LevelWarn
+			}
+			log.Log(context.Background(), level, "no memory budget: cannot read the machine's memory", "err", err)
+			break
+		}
+		m.budget = mc.Budget()
+		log.Debug("memory budget", "bytes", m.budget, "from", mc.From())
+	}
+	if root := rs.cfg.workdirs.Root(); root != "" {
+		m.path = filepath.Join(root, memoryFile)
+		for _, p := range m.load() {
+			if p.Engine == string(rs.eng.Kind) {
+				m.learned[memKey(p.Engine, p.Source)] = p.Bytes
+			}
+		}
+	}
+	return m
+}
+
+// unmeasuredPeak is what a unit of a component never measured is expected
+// to use until one of its units has run: terraform with a large provider
+// (the AWS provider alone is a few hundred MB).
+const unmeasuredPeak int64 = 512 << 20
+
+func memKey(engine, source string) string { return engine + "\x00" + source }
+
+func (m *memGate) key(i int) string {
+	src := m.rs.units[i].Workdir.Source
+	if abs, err := filepath.Abs(src); err == nil {
+		src = abs
+	}
+	return memKey(string(m.rs.eng.Kind), src)
+}
+
+// admit is the queue's Admit hook; see memGate.
+func (m *memGate) admit(i, running int) bool {
+	m.mu.Lock()
+	key := m.key(i)
+	expect, known := m.learned[key]
+	if !known {
+		expect = unmeasuredPeak
+	}
+	// When the budget cannot hold the parallelism's worth of unmeasured
+	// units, one unit of a component never measured runs first and the
+	// others wait for its peak.
+	tight := m.budget < int64(max(m.rs.opts.parallelism, 1))*unmeasuredPeak
+	fits := m.used()+expect <= m.budget && m.retrying == 0 && (known || !tight || !m.probing[key])
+	alone := len(m.running) == 0 && running == 0
+	if !fits && !alone {
+		_, was := m.waiting[i]
+		if !was {
+			m.waiting[i] = time.Now()
+		}
+		m.mu.Unlock()
+		if !was {
+			m.rs.em.emit(Event{Unit: m.rs.g.ID(i), Phase: PhaseMemoryWait, Status: Queued, Memory: expect})
+		}
+		return false
+	}
+	m.running[i] = &memUnit{key: key, expect: expect, probe: !known}
+	if !known {
+		m.probing[key] = true
+	}
+	var waited time.Duration
+	since, was := m.waiting[i]
+	if was {
+		waited = time.Since(since)
+		m.waited[i] += waited
+		delete(m.waiting, i)
+	}
+	m.mu.Unlock()
+	id := m.rs.g.ID(i)
+	if expect > m.budget {
+		m.rs.cfg.logger.Warn("unit expects more memory than the whole budget; it runs alone",
+			"unit", id, "expected_bytes", expect, "budget_bytes", m.budget)
+	}
+	if was {
+		m.rs.em.emit(Event{Unit: id, Phase: PhaseMemoryWait, Status: Queued, Memory: expect, MemoryWait: waited})
+	}
+	return true
+}
+
+// used is what the running units count for; m.mu is held.
+func (m *memGate) used() int64 {
+	var n int64
+	for _, u := range m.running {
+		c := u.expect
+		if u.watch != nil {
+			c = max(c, u.watch.Peak())
+		}
+		n += c
+	}
+	return n
+}
+
+// begin starts watching unit i (admitted, or run without a budget).
+func (m *memGate) begin(i int) *memory.Watch {
+	w := memory.NewWatch(memory.DefaultInterval)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.running[i]
+	if u == nil {
+		u = &memUnit{key: m.key(i)}
+		m.running[i] = u
+	}
+	u.watch = w
+	return w
+}
+
+// track adds a terraform process the unit started to its watch.
+func (m *memGate) track(i, pid int) {
+	m.mu.Lock()
+	u := m.running[i]
+	m.mu.Unlock()
+	if u != nil && u.watch != nil {
+		u.watch.Add(pid)
+	}
+}
+
+// end stops watching unit i, learns its peak and releases its memory. It
+// returns the peak and how many units ran with it.
+func (m *memGate) end(i int) (peak int64, others int) {
+	m.mu.Lock()
+	u := m.running[i]
+	m.mu.Unlock()
+	if u != nil && u.watch != nil {
+		u.watch.Stop()
+		peak = u.watch.Peak()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.running, i)
+	others = len(m.running)
+	if u != nil {
+		if u.probe {
+			delete(m.probing, u.key)
+		}
+		if peak > 0 {
+			m.seen[u.key] = max(m.seen[u.key], peak)
+			m.learned[u.key] = m.seen[u.key]
+		}
+	}
+	close(m.changed)
+	m.changed = make(chan struct{})
+	return peak, others
+}
+
+// readmit waits, for the retry of a unit killed for memory, until fewer
+// than others units run and the unit fits (or nothing runs), then admits
+// it. It waits only while other units run; false when ctx ended first.
+func (m *memGate) readmit(ctx context.Context, i, others int) bool {
+	start := time.Now()
+	m.mu.Lock()
+	m.retrying++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.retrying--
+		m.mu.Unlock()
+	}()
+	for {
+		m.mu.Lock()
+		key := m.key(i)
+		expect, known := m.learned[key]
+		if !known {
+			expect = unmeasuredPeak
+		}
+		n := len(m.running)
+		ok := n == 0 || (n < others && (m.budget == 0 || m.used()+expect <= m.budget))
+		ch := m.changed
+		if ok {
+			m.running[i] = &memUnit{key: key, expect: expect}
+			m.waited[i] += time.Since(start)
+		}
+		m.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// waitedFor is how long unit i waited for memory in all.
+func (m *memGate) waitedFor(i int) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.waited[i]
+}
+
+// run runs unit i with its memory watched: its peak and memory wait go
+// into the Result, a kill by the kernel's OOM killer becomes
+// ErrOutOfMemory, retried once (see RetryPolicy.NoOutOfMemoryRetry) when
+// fewer units run.
+func (m *memGate) run(ctx context.Context, i int, fn func(context.Context, int) (Result, error)) (Result, error) {
+	var peak int64
+	retries := 0
+	for attempt := 0; ; attempt++ {
+		m.begin(i)
+		kills, countable := memory.OOMKills()
+		res, err := fn(ctx, i)
+		p, others := m.end(i)
+		peak = max(peak, p)
+		res.MemoryPeak, res.Retries = peak, res.Retries+retries
+		if err == nil || !countable || !m.oomKilled(err, kills) {
+			res.MemoryWait = m.waitedFor(i)
+			return res, err
+		}
+		res.OutOfMemory = true
+		err = &OutOfMemoryError{Unit: m.rs.g.ID(i), Peak: peak, Budget: m.budget, Err: err}
+		if attempt > 0 || !m.retryable(err) || ctx.Err() != nil {
+			res.MemoryWait = m.waitedFor(i)
+			return res, err
+		}
+		id := m.rs.g.ID(i)
+		m.rs.em.emit(Event{Unit: id, Phase: PhaseMemoryWait, Status: Running, Retry: 1, Err: err, Memory: peak})
+		if !m.readmit(ctx, i, others+1) {
+			res.MemoryWait = m.waitedFor(i)
+			return res, err
+		}
+		retries++
+	}
+}
+
+// retryable: the command may be run again after its terraform was killed
+// for memory (see RetryPolicy.NoOutOfMemoryRetry).
+func (m *memGate) retryable(err error) bool {
+	if m.rs.cfg.retry.NoOutOfMemoryRetry {
+		return false
+	}
+	switch m.rs.cmd.kind {
+	case kindInit, kindPlan, kindSavePlan, kindValidate, kindOutput:
+		return true
+	case kindApply, kindDestroy:
+		return !mayHaveChanged(err)
+	}
+	return false
+}
+
+// pluginDiedRe matches what terraform and tofu say when a provider (or
+// provisioner) plugin process ended under them: killed, its connection
+// gone.
+var pluginDiedRe = regexp.MustCompile(`(?i)plugin (did not respond|exited unexpectedly|crashed)|failed to respond to the plugin|rpc error: code = Unavailable|connection is shut down|error reading from server: EOF`)
+
+// oomKilled tells a unit the kernel killed for memory: its terraform
+// failed either killed by SIGKILL or reporting that a plugin died under
+// it, and the kernel's OOM-kill count (of this process's memory cgroup,
+// which the unit's processes share, else of the machine) rose while the
+// unit ran. Both are needed: a SIGKILL alone may be the runner's own (a
+// Stop's kill) or anyone's, and the count alone may be another unit's
+// kill. The count cannot say which process the kernel picked, so when
+// two units die at once and only one was killed for memory, a plugin
+// crash of the other in the same moment is taken for one too.
+func (m *memGate) oomKilled(err error, before int64) bool {
+	var te *tfError
+	if !errors.As(err, &te) {
+		return false
+	}
+	after, ok := memory.OOMKills()
+	if !ok || after <= before {
+		return false
+	}
+	var ee *exec.ExitError
+	if errors.As(te.err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return true
+		}
+	}
+	return pluginDiedRe.MatchString(te.msg)
+}
+
+// save records the peaks measured in this Run, over what the record held.
+func (m *memGate) save() {
+	m.mu.Lock()
+	seen := make(map[string]int64, len(m.seen))
+	for k, v := range m.seen {
+		seen[k] = v
+	}
+	m.mu.Unlock()
+	if m.path == "" || len(seen) == 0 {
+		return
+	}
+	now := time.Now().UTC()
+	peaks := m.load() // another process may have written since this Run began
+	for i := range peaks {
+		k := memKey(peaks[i].Engine, peaks[i].Source)
+		if v, ok := seen[k]; ok {
+			peaks[i].Bytes, peaks[i].Updated = v, now
+			delete(seen, k)
+		}
+	}
+	eng := string(m.rs.eng.Kind)
+	for k, v := range seen {
+		peaks = append(peaks, memoryPeak{Engine: eng, Source: k[len(eng)+1:], Bytes: v, Updated: now})
+	}
+	slices.SortFunc(peaks, func(a, b memoryPeak) int {
+		if c := cmp.Compare(a.Engine, b.Engine); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Source, b.Source)
+	})
+	b, err := json.MarshalIndent(memoryRecord{Version: 1, Peaks: peaks}, "", "  ")
+	if err == nil {
+		err = atomicfile.WriteFile(m.path, append(b, '\n'), 0o600, atomicfile.NoSync())
+	}
+	if err != nil {
+		m.rs.cfg.logger.Warn("cannot record the units' peak memory", "file", m.path, "err", err)
+	}
+}
+
+// load reads the record; one someone else wrote (or could have) is not
+// believed (DESIGN invariant 12): it only steers scheduling, so it is
+// ignored with a warning, never an error.
+func (m *memGate) load() []memoryPeak {
+	fi, err := os.Lstat(m.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	log := m.rs.cfg.logger
+	if err != nil {
+		log.Warn("cannot read the units' peak memory", "file", m.path, "err", err)
+		return nil
+	}
+	uid, _, owned := pathtrust.Owner(fi)
+	euid := pathtrust.Geteuid()
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 || (owned && uid != euid && uid != 0) {
+		log.Warn("ignoring the units' peak memory: not a private file of this user", "file", m.path, "mode", fi.Mode().String())
+		return nil
+	}
+	b, err := os.ReadFile(m.path)
+	if err != nil {
+		log.Warn("cannot read the units' peak memory", "file", m.path, "err", err)
+		return nil
+	}
+	var rec memoryRecord
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Version != 1 {
+		log.Warn("ignoring the units' peak memory: not a record of this version", "file", m.path)
+		return nil
+	}
+	return slices.DeleteFunc(rec.Peaks, func(p memoryPeak) bool { return p.Bytes <= 0 || p.Source == "" })
+}
+
+// OutOfMemoryError is the error of a unit whose terraform or provider
+// the kernel's OOM killer killed. It wraps ErrOutOfMemory and the
+// failure terraform reported.
+type OutOfMemoryError struct {
+	Unit   string
+	Peak   int64 // the unit's sampled peak, bytes
+	Budget int64 // the Run's memory budget, bytes (0: none)
+	Err    error
+}
+
+func (e *OutOfMemoryError) Error() string {
+	budget := "no memory budget"
+	if e.Budget > 0 {
+		budget = fmt.Sprintf("budget %d MiB", e.Budget>>20)
+	}
+	return fmt.Sprintf("%v: the kernel killed a process of unit %s for memory (the unit's peak %d MiB, %s): %v",
+		ErrOutOfMemory, e.Unit, e.Peak>>20, budget, e.Err)
+}
+
+// Unwrap returns ErrOutOfMemory and terraform's failure.
+func (e *OutOfMemoryError) Unwrap() []error { return []error{ErrOutOfMemory, e.Err} }
