@@ -139,7 +139,7 @@ type soak struct {
 	writes                   *stateWrites
 	insts                    map[int]*instTrack
 
-	mu         sync.Mutex
+	mu         sync.Mutex        // guards what follows, the instTracks and the stats hosts and the checker share
 	live       map[int]*soakHost // running hosts by pid
 	seen       map[int]pinfo     // every process seen under a host, by pid
 	violations []string
@@ -172,9 +172,10 @@ type soakStats struct {
 	interrupted    int // engines of signalled hosts, each seen to end
 }
 
-// instTrack is what the soak knows of one instance's state.
+// instTrack is what the soak knows of one instance's state. Its fields
+// other than id are guarded by soak.mu: the checker writes them, hosts'
+// goroutines read them.
 type instTrack struct {
-	n        int
 	id       string // workdir.ID
 	lineage  string // "" until a complete state is seen
 	serial   uint64
@@ -182,6 +183,10 @@ type instTrack struct {
 	damaged  bool              // found empty or cut off; not recovered yet
 	engineKO bool              // its engine was SIGKILLed since its last complete state
 	refusals int               // units that refused it while damaged
+	// badAt is the last moment it may have been damaged: its engine's
+	// SIGKILL, the damage seen, its recovery. A host that ran past it
+	// may have refused it, and reports that only when it ends.
+	badAt time.Time
 }
 
 func newSoak(t *testing.T) *soak {
@@ -269,7 +274,7 @@ func newSoak(t *testing.T) *soak {
 	for n := 1; n <= soakInstances; n++ {
 		id, err := workdir.ID(soakStack, soakInstance(n))
 		require.NoError(t, err)
-		s.insts[n] = &instTrack{n: n, id: id, ids: map[string]string{}}
+		s.insts[n] = &instTrack{id: id, ids: map[string]string{}}
 		s.instEngine[n] = kinds[(n-1)%len(kinds)]
 	}
 	s.writes, err = newStateWrites()
@@ -363,7 +368,7 @@ func (s *soak) run() {
 
 	// The final clean Run: every instance, a short state-lock timeout, no
 	// wait for a crashed engine (none may be left running).
-	final := s.startHost(-1, sortedKeys(s.insts), "final", true)
+	final := s.startHost(sortedKeys(s.insts), "final", true)
 	<-final.exited
 	if final.out == nil {
 		s.failf("the final run printed no outcome (exit %v):\n%s", final.err, final.stderr.String())
@@ -414,7 +419,7 @@ func (s *soak) slot(i int) {
 			units[j]++
 		}
 		sort.Ints(units)
-		h := s.startHost(i, units, fmt.Sprintf("s%d-%d", i, launch), false)
+		h := s.startHost(units, fmt.Sprintf("s%d-%d", i, launch), false)
 		if h == nil {
 			return
 		}
@@ -425,15 +430,16 @@ func (s *soak) slot(i int) {
 
 // soakHost is one host process.
 type soakHost struct {
-	name   string
-	gen    string
-	cmd    *exec.Cmd
-	pid    int
-	start  uint64
-	stderr bytes.Buffer
-	exited chan struct{} // closed once waited for
-	err    error         // exit status; read after exited
-	out    *soakOutcome  // its last line; nil if it died before
+	name    string
+	gen     string
+	started time.Time
+	cmd     *exec.Cmd
+	pid     int
+	start   uint64
+	stderr  bytes.Buffer
+	exited  chan struct{} // closed once waited for
+	err     error         // exit status; read after exited
+	out     *soakOutcome  // its last line; nil if it died before
 
 	mu       sync.Mutex
 	inflight map[string]bool // units started and not done
@@ -443,7 +449,7 @@ type soakHost struct {
 
 // startHost starts a host applying units. A failure to start is a
 // violation (from a slot) or fails the soak (the final run).
-func (s *soak) startHost(slot int, units []int, gen string, final bool) *soakHost {
+func (s *soak) startHost(units []int, gen string, final bool) *soakHost {
 	cfg := soakHostConfig{
 		Root: s.root, Cache: s.cache, Source: s.source,
 		RegistryHost: s.prov.Host(), RegistryAddr: s.prov.Addr(), CAFile: s.caFile,
@@ -457,7 +463,7 @@ func (s *soak) startHost(slot int, units []int, gen string, final bool) *soakHos
 		cfg.Units = append(cfg.Units, soakUnit{N: n, Engine: s.instEngine[n]})
 	}
 	b, _ := json.Marshal(cfg)
-	h := &soakHost{name: fmt.Sprintf("host %s", gen), gen: gen, exited: make(chan struct{}), inflight: map[string]bool{}, faulted: map[string]bool{}}
+	h := &soakHost{name: fmt.Sprintf("host %s", gen), gen: gen, started: time.Now(), exited: make(chan struct{}), inflight: map[string]bool{}, faulted: map[string]bool{}}
 	h.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	h.cmd.Env = append(os.Environ(), soakHostEnv+"="+string(b), "TMPDIR="+s.tmp)
 	h.cmd.Stderr = &h.stderr
@@ -548,7 +554,7 @@ func (s *soak) hostEnded(h *soakHost) {
 			if u.StateLock {
 				s.violations = append(s.violations, fmt.Sprintf("%s: unit %s met a state lock: one was left behind (log %s)", h.name, u.Unit, u.Log))
 			}
-		case u.Kind == "damaged" && in != nil && (in.engineKO || in.damaged):
+		case u.Kind == "damaged" && in != nil && (in.engineKO || in.damaged || in.badAt.After(h.started)):
 			// The promised refusal of a state its own engine's SIGKILL
 			// emptied or cut off.
 			in.refusals++
@@ -881,7 +887,7 @@ func (s *soak) strike(v *target, sig syscall.Signal) {
 		// terraform alone may leave an empty or cut-off state when it is
 		// SIGKILLed while writing it.
 		s.mu.Lock()
-		s.insts[v.inst].engineKO = true
+		s.insts[v.inst].engineKO, s.insts[v.inst].badAt = true, time.Now()
 		s.mu.Unlock()
 	}
 	if err := fd.signal(sig); err != nil {
@@ -1113,7 +1119,7 @@ func (s *soak) judge(n int, b []byte, why string) error {
 			s.stats.damaged++
 			s.t.Logf("%s: instance %d's state is %s after its engine was SIGKILLed (terraform's own in-place write); every run must refuse it", why, n, what)
 		}
-		in.damaged = true
+		in.damaged, in.badAt = true, time.Now()
 		return nil
 	}
 	if in.damaged {
@@ -1207,7 +1213,7 @@ func (s *soak) recover(n int) error {
 	}
 	s.t.Logf("instance %d recovered from its backup (lineage %s serial %d) after %d refusals", n, st.Lineage, st.Serial, s.insts[n].refusals)
 	s.stats.recovered++
-	s.insts[n].damaged, s.insts[n].refusals = false, 0
+	s.insts[n].damaged, s.insts[n].refusals, s.insts[n].badAt = false, 0, time.Now()
 	return s.compare(n, st, "recovery from the backup", true)
 }
 
