@@ -698,8 +698,9 @@ func (s *soak) injectFaults(deadline time.Time) {
 			s.t.Logf("%s: no %s to aim a %s fault at", time.Now().Format("15:04:05.000"), kind, mode)
 			continue
 		}
-		s.strike(v, sig)
-		s.stats.modes[mode]++
+		if s.strike(v, sig) {
+			s.stats.modes[mode]++
+		}
 		s.requireNoViolation()
 	}
 }
@@ -810,18 +811,37 @@ func (s *soak) victimOf(kind string, e pinfo, procs map[int]pinfo, pickN uint64)
 		}
 		return s.hostVictim(h, procs)
 	case "provider":
-		var provs []pinfo
-		for _, d := range descendants(procs, e.pid) {
-			if p := procs[d]; strings.HasPrefix(filepath.Base(p.exe), "terraform-provider-") {
-				provs = append(provs, p)
-			}
+		// The engine's own plugin, else any running one: an engine closes
+		// a plugin as soon as no step needs it any more, so many have
+		// none when their state is written.
+		if v := s.providerOf([]pinfo{e}, procs, pickN); v != nil {
+			return v
 		}
-		if len(provs) > 0 {
-			sort.Slice(provs, func(i, j int) bool { return provs[i].pid < provs[j].pid })
-			return &target{kind: "provider", p: provs[pickN%uint64(len(provs))], host: s.hostOf(e, procs), inst: n, insts: []int{n}}
+		if v := s.providerOf(s.engineProcs(procs), procs, pickN); v != nil {
+			return v
 		}
 	}
 	return &target{kind: "engine", p: e, host: s.hostOf(e, procs), inst: n, insts: []int{n}}
+}
+
+// providerOf picks one of the provider plugins the engines run, or nil.
+func (s *soak) providerOf(engines []pinfo, procs map[int]pinfo, pickN uint64) *target {
+	type plugin struct{ p, engine pinfo }
+	var ps []plugin
+	for _, e := range engines {
+		for _, d := range descendants(procs, e.pid) {
+			if p := procs[d]; strings.HasPrefix(filepath.Base(p.exe), "terraform-provider-") {
+				ps = append(ps, plugin{p, e})
+			}
+		}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].p.pid < ps[j].p.pid })
+	pl := ps[pickN%uint64(len(ps))]
+	n := s.instOfDir(pl.engine.cwd)
+	return &target{kind: "provider", p: pl.p, host: s.hostOf(pl.engine, procs), inst: n, insts: []int{n}}
 }
 
 func (s *soak) hostOf(p pinfo, procs map[int]pinfo) *soakHost {
@@ -858,12 +878,13 @@ func (s *soak) hostVictim(h *soakHost, procs map[int]pinfo) *target {
 }
 
 // strike signals v and hands what must be waited for and checked to the
-// checker, so the next fault can come while this one settles.
-func (s *soak) strike(v *target, sig syscall.Signal) {
+// checker, so the next fault can come while this one settles. It reports
+// false when v was gone before the signal.
+func (s *soak) strike(v *target, sig syscall.Signal) bool {
 	fd, ok := openPidfd(v.p.pid, v.p.start)
 	if !ok {
 		s.stats.noVictim++
-		return
+		return false
 	}
 	job := settleJob{fd: fd, sig: sig, kind: v.kind, host: v.host, insts: v.insts}
 	for _, e := range v.engines {
@@ -893,7 +914,7 @@ func (s *soak) strike(v *target, sig syscall.Signal) {
 	if err := fd.signal(sig); err != nil {
 		job.close()
 		s.stats.noVictim++
-		return
+		return false
 	}
 	s.mu.Lock()
 	s.stats.faults[v.kind+" "+sigName(sig)]++
@@ -911,6 +932,7 @@ func (s *soak) strike(v *target, sig syscall.Signal) {
 	s.faultLog = append(s.faultLog, time.Now().Format("15:04:05.000")+" "+job.what)
 	s.t.Logf("%s fault %d: %s", time.Now().Format("15:04:05.000"), len(s.faultLog), job.what)
 	s.jobs <- job
+	return true
 }
 
 // settleJob is what a fault left to wait for and check.
