@@ -99,12 +99,18 @@ func (rs *runState) close() {
 }
 
 // sweepRunDirs removes the private dirs of Runs whose process is gone
-// (their flock is free). A dir without a lock file is only removed when
-// it is old enough that its Run cannot still be starting.
+// (their flock is free), and the working dirs of engine detections whose
+// process died mid-run (engine.DetectDirPrefix, same rule). A dir without
+// a lock file is only removed when it is old enough that its Run cannot
+// still be starting.
 func sweepRunDirs(log interface{ Debug(string, ...any) }) {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), runDirPrefix+"*"))
-	for _, d := range dirs {
+	runs, _ := filepath.Glob(filepath.Join(os.TempDir(), runDirPrefix+"*"))
+	detects, _ := filepath.Glob(filepath.Join(os.TempDir(), engine.DetectDirPrefix+"*"))
+	for _, d := range append(runs, detects...) {
 		lp := filepath.Join(d, runDirLock)
+		if strings.HasPrefix(filepath.Base(d), engine.DetectDirPrefix) {
+			lp = filepath.Join(d, engine.DetectDirLock)
+		}
 		if _, err := os.Stat(lp); errors.Is(err, os.ErrNotExist) {
 			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
 				_ = os.RemoveAll(d)

@@ -13,12 +13,23 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/hashicorp/go-version"
 )
 
 // DetectTimeout bounds one run of the binary by Detect, whatever the
 // caller's context allows.
 const DetectTimeout = 30 * time.Second
+
+// DetectDirPrefix names the dirs Detect creates in the temp dir (the
+// binary runs in an empty dir inside). Detect holds a flock on
+// DetectDirLock inside its dir for as long as it uses it, so a dir whose
+// lock is free was left by a process that died while detecting, and a
+// sweeper (the runner's, with its own run dirs) may remove it.
+const (
+	DetectDirPrefix = "tfisolate-detect-"
+	DetectDirLock   = ".lock"
+)
 
 // Info describes an engine binary, as Detect found it.
 type Info struct {
@@ -54,7 +65,8 @@ func (i Info) String() string {
 // same fields as Terraform's and does not name the product.
 //
 // The run gets a deadline of its own (DetectTimeout) besides ctx, an empty
-// temp working directory (so no lock file there is read), no TF_CLI_ARGS or
+// temp working directory (so no lock file there is read; see
+// DetectDirPrefix), no TF_CLI_ARGS or
 // TF_LOG settings and CHECKPOINT_DISABLE=1 (so it never goes online). Output
 // that names neither engine is an error wrapping ErrUnrecognized that quotes
 // it.
@@ -149,16 +161,28 @@ const maxOutput = 64 << 10
 func runVersion(parent context.Context, path string, timeout time.Duration) (Info, error) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "tfisolate-detect-")
+	dir, err := os.MkdirTemp("", DetectDirPrefix)
 	if err != nil {
 		return Info{}, err
 	}
-	defer os.RemoveAll(dir)
+	lk := flock.New(filepath.Join(dir, DetectDirLock))
+	if err := lk.Lock(); err != nil {
+		_ = os.RemoveAll(dir)
+		return Info{}, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	defer func() {
+		_ = os.RemoveAll(dir)
+		_ = lk.Unlock()
+	}()
+	wd := filepath.Join(dir, "wd")
+	if err := os.Mkdir(wd, 0o700); err != nil {
+		return Info{}, err
+	}
 
 	var stdout, stderr cappedBuffer
 	stdout.max, stderr.max = maxOutput, 4<<10
 	cmd := exec.CommandContext(ctx, path, "version")
-	cmd.Dir = dir
+	cmd.Dir = wd
 	cmd.Env = versionEnv()
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// A wrapper script's children may keep the pipes open after the kill:

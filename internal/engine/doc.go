@@ -11,7 +11,10 @@
 //
 // Detect runs a binary once (`PATH version`, bounded by DetectTimeout and
 // the caller's context, offline, in an empty directory) and reports which
-// engine it is, its version and platform. It identifies the engine from
+// engine it is, its version and platform. That directory lives in a
+// DetectDirPrefix dir of the temp dir whose flock Detect holds while it
+// runs, so one that a killed process left can be told apart and removed
+// (the runner sweeps them with its own run dirs). It identifies the engine from
 // the product name the binary prints, never from its file name, and refuses
 // output that names neither engine with ErrUnrecognized. Results are cached
 // in-process per binary build (resolved path, size, modification time), so

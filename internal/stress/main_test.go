@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runChild())
 	}
+	if os.Getenv(soakHostEnv) != "" {
+		os.Exit(runSoakHost())
+	}
 	code := m.Run()
 	testprovider.Cleanup()
 	if buildDir != "" {
