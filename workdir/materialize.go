@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
 // input is everything a build works from.
@@ -23,11 +24,12 @@ type input struct {
 	files   []genFile       // generated files
 	rule    modtree.Files   // which files are configuration (Spec.Engine)
 	backend modtree.Backend // the component's backend, generated files included
+	sums    *treesum.Memo   // source digests to reuse; nil when the caller asked for a full re-hash
 }
 
 // materialize makes root/id match the source and generated files. The
 // caller holds the instance lock.
-func (m *Manager) materialize(ctx context.Context, id, source string, files []genFile, rule modtree.Files) (*stamp, error) {
+func (m *Manager) materialize(ctx context.Context, id, source string, files []genFile, rule modtree.Files, rehash bool) (*stamp, error) {
 	home := filepath.Join(m.root, id)
 	scratch := filepath.Join(m.root, tmpDir, id)
 	// Leftovers of a cold build or removal killed before its rename; nobody
@@ -40,7 +42,10 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	if err != nil && !cold {
 		return nil, err
 	}
-	in := input{source: source, files: files, rule: rule, backend: m.readBackend(ctx, source, files, rule)}
+	in := input{source: source, files: files, rule: rule, backend: m.readBackend(ctx, source, files, rule), sums: &m.sums}
+	if rehash {
+		in.sums = nil
+	}
 	var old *stamp
 	if !cold {
 		old = readStamp(home)
@@ -55,7 +60,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	}
 
 	lay := discover(ctx, m.log, source, rule)
-	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(in.backend, lay.component), inputsOf(lay.reads, lay.component, in.backend), m.budget)
+	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(in.backend, lay.component), inputsOf(lay.reads, lay.component, in.backend), m.budget, in.sums)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +141,7 @@ func (m *Manager) warm(ctx context.Context, home string, old *stamp, in input) (
 	if !slices.Equal(gen, old.Generated) {
 		return nil, nil, false, nil
 	}
-	set, err := collect(ctx, old.Base, old.Dirs, m.realRoot, statePathsOf(in.backend, old.Component), inputsOf(old.Reads, old.Component, in.backend), m.budget)
+	set, err := collect(ctx, old.Base, old.Dirs, m.realRoot, statePathsOf(in.backend, old.Component), inputsOf(old.Reads, old.Component, in.backend), m.budget, in.sums)
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, nil, false, cerr
 	}
