@@ -1,0 +1,87 @@
+package modtree
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-config-inspect/tfconfig"
+	"github.com/stretchr/testify/require"
+)
+
+// countParses counts terraform-config-inspect's parses for the rest of
+// the test.
+func countParses(t *testing.T) *atomic.Int64 {
+	var n atomic.Int64
+	orig := loadModule
+	loadModule = func(fs tfconfig.FS, dir string) (*tfconfig.Module, tfconfig.Diagnostics) {
+		n.Add(1)
+		return orig(fs, dir)
+	}
+	t.Cleanup(func() { loadModule = orig })
+	return &n
+}
+
+// Many instances of one component, each in its own directory (as the
+// runner walks each unit's workdir), are parsed once per distinct
+// module, whatever their paths; every tree still reads as if parsed
+// where it is (issue 24 item 3).
+func TestWalkParsesEachDistinctModuleOnce(t *testing.T) {
+	n := countParses(t)
+	tag := fmt.Sprintf("# %s %d\n", t.Name(), time.Now().UnixNano()) // content no other test parsed
+	comp := map[string]string{
+		"main.tf":            tag + "module \"net\" {\n  source = \"./modules/net\"\n}\n",
+		"modules/net/vpc.tf": tag + "variable \"cidr\" {}\nresource \"aws_vpc\" \"v\" {}\n",
+	}
+	base := t.TempDir()
+	var trees []*Tree
+	for i := range 10 {
+		dir := filepath.Join(base, fmt.Sprint(i))
+		writeTree(t, dir, comp)
+		tr := Walk(dir, TerraformFiles)
+		require.NoError(t, tr.Err())
+		trees = append(trees, tr)
+	}
+	require.EqualValues(t, 2, n.Load(), "two distinct modules, ten instances: two parses")
+	for i, tr := range trees {
+		dir := filepath.Join(base, fmt.Sprint(i))
+		root := tr.Modules[dir].Config
+		require.Equal(t, dir, root.Path)
+		require.Equal(t, filepath.Join(dir, "main.tf"), root.ModuleCalls["net"].Pos.Filename, "positions name this instance's files")
+		net := tr.Modules[filepath.Join(dir, "modules", "net")].Config
+		require.Equal(t, filepath.Join(dir, "modules", "net", "vpc.tf"), net.Variables["cidr"].Pos.Filename)
+		require.Contains(t, net.RequiredProviders, "aws")
+	}
+	trees[0].Modules[filepath.Join(base, "0")].Config.ModuleCalls["net"].Source = "./changed"
+	require.Equal(t, "./modules/net", trees[1].Modules[filepath.Join(base, "1")].Config.ModuleCalls["net"].Source, "each tree owns its calls")
+
+	// A file changed in place, same size: a new parse of that module only.
+	vpc := filepath.Join(base, "3", "modules", "net", "vpc.tf")
+	require.NoError(t, os.WriteFile(vpc, []byte(strings.Replace(comp["modules/net/vpc.tf"], "cidr", "cidz", 1)), 0o644))
+	tr := Walk(filepath.Join(base, "3"), TerraformFiles)
+	require.EqualValues(t, 3, n.Load())
+	require.Contains(t, tr.Modules[filepath.Dir(vpc)].Config.Variables, "cidz", "never a stale parse")
+}
+
+// The engine's rule is part of what a parse is keyed by: one directory
+// read by terraform and by OpenTofu gives each engine its own files.
+func TestWalkMemoKeepsEngines(t *testing.T) {
+	dir := t.TempDir()
+	tag := fmt.Sprintf("# %s %d\n", t.Name(), time.Now().UnixNano())
+	writeTree(t, dir, map[string]string{
+		"main.tf":     tag + "module \"a\" {\n  source = \"./a\"\n}\n",
+		"main.tofu":   tag + "module \"b\" {\n  source = \"./b\"\n}\n",
+		"a/main.tf":   tag,
+		"b/main.tofu": tag,
+	})
+	for range 2 {
+		require.Equal(t, []string{"a"}, keys(Walk(dir, TerraformFiles).Calls))
+		tofu := Walk(dir, TofuFiles)
+		require.Equal(t, []string{"b"}, keys(tofu.Calls))
+		require.Equal(t, filepath.Join(dir, "main.tofu"), tofu.Modules[dir].Config.ModuleCalls["b"].Pos.Filename, "the real name, not the one terraform-config-inspect was shown")
+	}
+}
