@@ -23,6 +23,11 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-wide-parallelism", "0"},
 		{"-floor-reps", "0"},
 		{"-large-provider-size", "-1"},
+		{"-cost-n", "x"},
+		{"-cost-queue", "0"},
+		{"-cost-parallelism", "0"},
+		{"-cost-idle", "-1"},
+		{"-cost-instances", "-1"},
 		{"extra"},
 	} {
 		err := run(context.Background(), args, &bytes.Buffer{})
