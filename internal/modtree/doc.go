@@ -39,6 +39,8 @@
 //     file is a different key, so a remembered parse is never stale; the
 //     memo holds a bounded number of modules. Each Walk gets its own
 //     Module values with paths and positions of its own directories.
+//     ReadBackend likewise parses each distinct file content once; its
+//     results and errors name the file where it was read.
 //   - Parse errors never stop the walk: they are recorded on the module
 //     (Module.Err wraps ErrParse) and whatever parsed is still followed. A
 //     local source whose directory is missing is recorded (Module.Err wraps

@@ -16,15 +16,34 @@ import (
 // parses each distinct module once: the cost follows distinct sources,
 // not instances. It can never serve a stale parse, since a changed file
 // is a different key, so it is kept for the life of the process, bounded
-// (parseMemoMax modules; all forgotten when full). It is a memo of a pure
+// (memoMax modules). It is a memo of a pure
 // function, not state any result depends on.
-var parses parseMemo
+var parses memo[parsed]
 
-const parseMemoMax = 4096
+// memoMax bounds each memo: all forgotten when full.
+const memoMax = 4096
 
-type parseMemo struct {
+// memo is a bounded, concurrency-safe map from a content digest to what
+// a pure function made of that content.
+type memo[T any] struct {
 	mu sync.Mutex
-	m  map[[sha256.Size]byte]parsed
+	m  map[[sha256.Size]byte]T
+}
+
+func (p *memo[T]) get(key [sha256.Size]byte) (T, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.m[key]
+	return r, ok
+}
+
+func (p *memo[T]) put(key [sha256.Size]byte, r T) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil || len(p.m) >= memoMax {
+		p.m = map[[sha256.Size]byte]T{}
+	}
+	p.m[key] = r
 }
 
 // parsed is one parse, as made in dir.
@@ -33,22 +52,6 @@ type parsed struct {
 	cfg   *tfconfig.Module
 	diags tfconfig.Diagnostics
 	err   error // terraform-config-inspect's panic, as inspect reports it
-}
-
-func (p *parseMemo) get(key [sha256.Size]byte) (parsed, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	r, ok := p.m[key]
-	return r, ok
-}
-
-func (p *parseMemo) put(key [sha256.Size]byte, r parsed) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil || len(p.m) >= parseMemoMax {
-		p.m = map[[sha256.Size]byte]parsed{}
-	}
-	p.m[key] = r
 }
 
 // at returns a copy of the parse as if made in dir: the module's Path and

@@ -85,3 +85,24 @@ func TestWalkMemoKeepsEngines(t *testing.T) {
 		require.Equal(t, filepath.Join(dir, "main.tofu"), tofu.Modules[dir].Config.ModuleCalls["b"].Pos.Filename, "the real name, not the one terraform-config-inspect was shown")
 	}
 }
+
+// A backend read from the same content at another path (a workdir copy,
+// or ReadBackend called again) names the file where it was read, in the
+// result and in errors.
+func TestReadBackendMemoNamesEachFile(t *testing.T) {
+	tag := fmt.Sprintf("# %s %d\n", t.Name(), time.Now().UnixNano())
+	base := t.TempDir()
+	for i := range 2 {
+		dir := filepath.Join(base, fmt.Sprint(i))
+		writeTree(t, dir, map[string]string{"backend.tf": tag + "terraform {\n  backend \"local\" {\n    path = \"x.tfstate\"\n  }\n}\n"})
+		b, err := ReadBackend(dir, nil, TerraformFiles)
+		require.NoError(t, err)
+		require.Equal(t, Backend{Type: "local", Path: "x.tfstate", File: filepath.Join(dir, "backend.tf")}, b)
+
+		bad := filepath.Join(base, fmt.Sprintf("bad%d", i))
+		writeTree(t, bad, map[string]string{"main.tf": tag + "terraform {\n  backend \"s3\" {}\n  cloud {}\n}\n"})
+		_, err = ReadBackend(bad, nil, TerraformFiles)
+		require.ErrorIs(t, err, ErrBackend)
+		require.EqualError(t, err, "unreadable backend configuration: "+filepath.Join(bad, "main.tf")+" declares more than one backend")
+	}
+}
