@@ -141,8 +141,8 @@ func (e *env) costTerraform(ctx context.Context, dir string, n int) ([]costRow, 
 		return nil, err
 	}
 	rows := []costRow{
-		{scen, "floor cold (init + apply)", secs(floorCold), "", "", ""},
-		{scen, "floor warm (apply)", secs(floorWarm), "", "", ""},
+		{scen, "floor cold (init + apply): wall, CPU", floorCold.String(), "", "", ""},
+		{scen, "floor warm (apply): wall, CPU", floorWarm.String(), "", "", ""},
 	}
 	for _, wide := range []bool{false, true} {
 		shape := "flat"
@@ -164,11 +164,11 @@ func (e *env) costTerraform(ctx context.Context, dir string, n int) ([]costRow, 
 		if _, err := r.Binary(ctx); err != nil {
 			return rows, err
 		}
-		timed := func(what string, r *runner.Runner) (time.Duration, string, error) {
+		timed := func(what string, r *runner.Runner) (spent, string, error) {
 			fmt.Fprintf(e.log, "bench: cost: %s, %s: %s...\n", scen, shape, what)
-			t0 := time.Now()
+			c0, t0 := selfCPU()+childCPU(), time.Now()
 			rep, err := r.Run(ctx, runner.Apply, units...)
-			wall := time.Since(t0)
+			wall := spent{time.Since(t0), selfCPU() + childCPU() - c0}
 			if rep == nil {
 				return wall, "", err
 			}
@@ -205,11 +205,14 @@ func (e *env) costTerraform(ctx context.Context, dir string, n int) ([]costRow, 
 		if err != nil && skipOK == "" {
 			return rows, err
 		}
-		rc, rw := ratioF(cold, floorCold), ratioF(warm, floorWarm)
+		rc, rw := ratioF(cold.wall, floorCold.wall), ratioF(warm.wall, floorWarm.wall)
 		rows = append(rows,
-			costRow{scen + ", " + shape, "cold Run (" + coldOK + ")", secs(cold), fmt.Sprintf("%.2fx floor cold", rc), "<= 1.1x", met(rc, 1.1)},
-			costRow{scen + ", " + shape, "warm Run (" + warmOK + ")", secs(warm), fmt.Sprintf("%.2fx floor warm", rw), "<= 1.1x", met(rw, 1.1)},
-			costRow{scen + ", " + shape, "skip-unchanged Run (" + skipOK + ")", secs(skip), fmt.Sprintf("%.2fx floor warm", ratioF(skip, floorWarm)), "", ""},
+			costRow{scen + ", " + shape, "cold Run (" + coldOK + "): wall, CPU", cold.String(),
+				fmt.Sprintf("%.2fx floor cold (CPU %.2fx)", rc, ratioF(cold.cpu, floorCold.cpu)), "<= 1.1x", met(rc, 1.1)},
+			costRow{scen + ", " + shape, "warm Run (" + warmOK + "): wall, CPU", warm.String(),
+				fmt.Sprintf("%.2fx floor warm (CPU %.2fx)", rw, ratioF(warm.cpu, floorWarm.cpu)), "<= 1.1x", met(rw, 1.1)},
+			costRow{scen + ", " + shape, "skip-unchanged Run (" + skipOK + "): wall, CPU", skip.String(),
+				fmt.Sprintf("%.2fx floor warm", ratioF(skip.wall, floorWarm.wall)), "", ""},
 			costRow{scen + ", " + shape, fmt.Sprintf("dry run (%d steps), per unit", len(steps)), millis(dry / time.Duration(n)), "", "", ""},
 		)
 	}
@@ -239,24 +242,31 @@ func costUnits(src string, n int, wide bool) []runner.Unit {
 	return units
 }
 
+// spent is a pass's wall time and the CPU this process and its
+// terraform processes used in it: on a loaded machine the CPU ratio is
+// the steadier figure.
+type spent struct{ wall, cpu time.Duration }
+
+func (s spent) String() string { return secs(s.wall) + ", " + secs(s.cpu) }
+
 // costFloor runs plain terraform in n pre-made dirs, p at a time: init +
 // apply (cold), then apply again (warm).
-func (e *env) costFloor(ctx context.Context, dir string, n, p int) (cold, warm time.Duration, err error) {
+func (e *env) costFloor(ctx context.Context, dir string, n, p int) (cold, warm spent, err error) {
 	dirs := make([]string, n)
 	for i := range dirs {
 		dirs[i] = filepath.Join(dir, fmt.Sprintf("u%05d", i))
 		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
-			return 0, 0, err
+			return cold, warm, err
 		}
 		if err := os.WriteFile(filepath.Join(dirs[i], "main.tf"), []byte(costComponent), 0o644); err != nil {
-			return 0, 0, err
+			return cold, warm, err
 		}
 		if err := os.WriteFile(filepath.Join(dirs[i], "terraform.tfvars.json"), fmt.Appendf(nil, `{"name": "u%d"}`, i), 0o644); err != nil {
-			return 0, 0, err
+			return cold, warm, err
 		}
 	}
-	pass := func(cmds ...[]string) (time.Duration, error) {
-		t0 := time.Now()
+	pass := func(cmds ...[]string) (spent, error) {
+		c0, t0 := childCPU(), time.Now()
 		err := parallel(n, p, func(i int) error {
 			for _, c := range cmds {
 				cmd := exec.CommandContext(ctx, e.tf, c...)
@@ -268,10 +278,10 @@ func (e *env) costFloor(ctx context.Context, dir string, n, p int) (cold, warm t
 			}
 			return nil
 		})
-		return time.Since(t0), err
+		return spent{time.Since(t0), childCPU() - c0}, err
 	}
 	if cold, err = pass([]string{"init", "-input=false", "-no-color"}, []string{"apply", "-auto-approve", "-input=false", "-no-color"}); err != nil {
-		return 0, 0, err
+		return cold, warm, err
 	}
 	warm, err = pass([]string{"apply", "-auto-approve", "-input=false", "-no-color"})
 	return cold, warm, err
@@ -477,7 +487,8 @@ func (e *env) costSourceOnce(ctx context.Context, dir string) ([]costRow, error)
 	}
 	size := int64(len(costComponent))
 	body := []byte(strings.Repeat("template line\n", 73)) // about 1 KiB
-	for i := range e.o.costFiles - 1 { // with main.tf, costFiles in all
+	// With main.tf, -cost-files files in all.
+	for i := range e.o.costFiles - 1 {
 		p := filepath.Join(src, "templates", fmt.Sprintf("d%03d", i%100), fmt.Sprintf("f%05d.tpl", i))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, err
