@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -310,7 +311,7 @@ func backendFingerprint(root *rootConfig, dir string, backendConfig []string) st
 		if modtree.IsJSON(f.name) {
 			parts = append(parts, jsonBackends(f.data)...)
 		} else {
-			parts = append(parts, hclBackends(f.data)...)
+			parts = append(parts, hclBackendsOnce(f.data)...)
 		}
 	}
 	if len(parts) == 0 {
@@ -340,6 +341,34 @@ func backendFingerprint(root *rootConfig, dir string, backendConfig []string) st
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// hclBackendsOnce is hclBackends parsing each distinct file content once
+// per process: every instance of a component has the same root files, so
+// the init check of a hundred units parses them once. The memo is of a
+// pure function keyed by the content, so it is never stale; it is
+// bounded (all forgotten when full).
+func hclBackendsOnce(src []byte) []string {
+	key := sha256.Sum256(src)
+	backendTexts.mu.Lock()
+	parts, ok := backendTexts.m[key]
+	backendTexts.mu.Unlock()
+	if ok {
+		return parts
+	}
+	parts = hclBackends(src)
+	backendTexts.mu.Lock()
+	if backendTexts.m == nil || len(backendTexts.m) >= 4096 {
+		backendTexts.m = map[[sha256.Size]byte][]string{}
+	}
+	backendTexts.m[key] = parts
+	backendTexts.mu.Unlock()
+	return parts
+}
+
+var backendTexts struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte][]string
 }
 
 // hclBackends returns the source text of every backend and cloud block
