@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,4 +106,35 @@ func TestReadBackendMemoNamesEachFile(t *testing.T) {
 		require.ErrorIs(t, err, ErrBackend)
 		require.EqualError(t, err, "unreadable backend configuration: "+filepath.Join(bad, "main.tf")+" declares more than one backend")
 	}
+}
+
+// Walks of many copies at once (the runner walks each unit's workdir in
+// the unit's goroutine) share the memo safely; run with -race.
+func TestWalkMemoConcurrent(t *testing.T) {
+	tag := fmt.Sprintf("# %s %d\n", t.Name(), time.Now().UnixNano())
+	base := t.TempDir()
+	const n = 8
+	for i := range n {
+		writeTree(t, filepath.Join(base, fmt.Sprint(i)), map[string]string{
+			"main.tf":    tag + "module \"m\" {\n  source = \"./m\"\n}\n",
+			"m/main.tf":  tag + "variable \"v\" {}\n",
+			"backend.tf": tag + "terraform {\n  backend \"local\" {}\n}\n",
+		})
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		dir := filepath.Join(base, fmt.Sprint(i))
+		wg.Go(func() {
+			for range 5 {
+				tr := Walk(dir, TerraformFiles)
+				if tr.Err() != nil || tr.Modules[filepath.Join(dir, "m")].Config.Variables["v"].Pos.Filename != filepath.Join(dir, "m", "main.tf") {
+					t.Errorf("walk of %s: %v", dir, tr.Err())
+				}
+				if b, err := ReadBackend(dir, nil, TerraformFiles); err != nil || b.File != filepath.Join(dir, "backend.tf") {
+					t.Errorf("backend of %s: %+v %v", dir, b, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
