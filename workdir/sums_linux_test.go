@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,4 +127,33 @@ func TestPrepareSeesSameSizeRewrite(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(w.Dir, rel))
 	require.NoError(t, err)
 	require.Equal(t, changed, got, "and copied")
+}
+
+// Instances of one component prepared at once share the Manager's
+// digests safely (run with -race) and each gets the same content.
+func TestPrepareConcurrentSharesDigests(t *testing.T) {
+	src := t.TempDir()
+	bigComponent(t, src, 40, 1<<10)
+	m := newManager(t)
+	ageFiles()
+	const n = 6
+	digests := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			for range 2 {
+				w, err := m.Prepare(context.Background(), Spec{Stack: "s", Instance: fmt.Sprintf("i%d", i), Source: src})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				digests[i] = w.Digest
+				_ = w.Close()
+			}
+		})
+	}
+	wg.Wait()
+	for _, d := range digests {
+		require.Equal(t, digests[0], d)
+	}
 }
