@@ -323,10 +323,15 @@ func costQueue(counts []int) ([]costRow, error) {
 		if err != nil {
 			return rows, err
 		}
-		c0 := selfCPU()
-		g.Run(context.Background(), nil, queue.Policy{Parallelism: 16}, nil, func(context.Context, int) error { return nil }, nil)
-		per := (selfCPU() - c0) / time.Duration(n)
-		row := costRow{fmt.Sprintf("queue, %d units, stub engine", n), "CPU per unit", fmt.Sprintf("%.1f us", float64(per)/1e3), "", "", ""}
+		var per time.Duration // the best of three: neighbours' load shows as CPU too (cache, frequency)
+		for range 3 {
+			c0 := selfCPU()
+			g.Run(context.Background(), nil, queue.Policy{Parallelism: 16}, nil, func(context.Context, int) error { return nil }, nil)
+			if c := (selfCPU() - c0) / time.Duration(n); per == 0 || c < per {
+				per = c
+			}
+		}
+		row := costRow{fmt.Sprintf("queue, %d units, stub engine", n), "CPU per unit (best of 3)", fmt.Sprintf("%.1f us", float64(per)/1e3), "", "", ""}
 		if k == 0 {
 			base = per
 		} else {
