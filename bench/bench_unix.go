@@ -71,6 +71,11 @@ func bench(ctx context.Context, o *options, stdout io.Writer) error {
 			errs = append(errs, err)
 		}
 	}
+	if !o.skipped(nameCost) && ctx.Err() == nil {
+		if err := e.costSection(ctx, out); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	fmt.Fprintf(out, "\nLoad average after: %s.\n", loadAvg())
 	if o.markdown != "" {
 		if err := os.WriteFile(o.markdown, md.Bytes(), 0o644); err != nil {

@@ -26,6 +26,11 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-memory-n", "0"},
 		{"-memory-provider-mib", "0"},
 		{"-memory-limit", "0"},
+		{"-cost-n", "x"},
+		{"-cost-queue", "0"},
+		{"-cost-parallelism", "0"},
+		{"-cost-idle", "-1"},
+		{"-cost-instances", "-1"},
 		{"extra"},
 	} {
 		err := run(context.Background(), args, &bytes.Buffer{})

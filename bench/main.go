@@ -63,10 +63,12 @@ const (
 	nameTofu  = "tofu"
 	// The memory section (issue 16).
 	nameMemory = "memory"
+	// The cost section (issue 24's scale suite).
+	nameCost = "cost"
 )
 
 var skippable = []string{nameShared, nameDataDir, namePreinit, nameSequential, nameTfisolate, nameCold, nameWarm,
-	nameFloor, nameBase, nameLarge, nameWide, nameTofu, nameMemory}
+	nameFloor, nameBase, nameLarge, nameWide, nameTofu, nameMemory, nameCost}
 
 type options struct {
 	n            int
@@ -92,6 +94,12 @@ type options struct {
 	memLimit     int64 // the memory section's cgroup limit, bytes
 	progressDest io.Writer
 	args         []string // as given, for the report's "how it was made"
+	// The cost section: unit counts of real terraform, its parallelism,
+	// queue sizes, idle processes and the units run beside them, Affected
+	// sizes, and the instances and files of the read-once scenario.
+	costN, costQueue, costAffected   []int
+	costPar, costIdle, costIdleUnits int
+	costInstances, costFiles         int
 }
 
 func (o *options) skipped(name string) bool { return o.skip[name] }
@@ -118,11 +126,19 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.tofu, "tofu", "", "the OpenTofu (1.10 or newer) binary of the OpenTofu rows (default: tofu on PATH, else OpenTofu "+testenv.TofuVersion+" built once from its Go module)")
 	skip := fs.String("skip", "", "comma-separated parts to skip: comparison approaches "+strings.Join(skippable[:5], ", ")+
 		"; comparison passes "+nameCold+", "+nameWarm+" (both: no comparison); "+nameFloor+" (the whole floor section) or its scenarios "+
-		nameBase+", "+nameLarge+", "+nameWide+"; "+nameTofu+" (the OpenTofu rows); "+nameMemory+" (the memory section)")
+		nameBase+", "+nameLarge+", "+nameWide+"; "+nameTofu+" (the OpenTofu rows); "+nameMemory+" (the memory section); "+nameCost+" (the cost section)")
 	fs.StringVar(&o.root, "root", "", "where the scratch directory is made (default: the temp dir); it is removed at the end unless -keep")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
 	fs.StringVar(&o.markdown, "markdown", "", "also write the tables to this file")
 	fs.StringVar(&o.providerDir, "provider-dir", "", "where the test provider is built and kept between runs (default: the user cache dir)")
+	costN := fs.String("cost-n", "12,120", `cost section: unit counts of real terraform against its floor ("none": none; the issue's suite also asks for 1200)`)
+	fs.IntVar(&o.costPar, "cost-parallelism", 8, "cost section: parallelism of the real-terraform runs and of the floor")
+	costQueue := fs.String("cost-queue", "10000,40000", `cost section: unit counts through the queue with a stub engine ("none": none)`)
+	fs.IntVar(&o.costIdle, "cost-idle", 3000, "cost section: idle processes beside a skip-unchanged Run (0: none)")
+	fs.IntVar(&o.costIdleUnits, "cost-idle-units", 120, "cost section: units of the skip-unchanged Run beside idle processes")
+	costAffected := fs.String("cost-affected", "1000,10000", `cost section: unit counts of Affected over 12 components ("none": none)`)
+	fs.IntVar(&o.costInstances, "cost-instances", 100, "cost section: instances of one large component whose unchanged refresh must read it once (0: none)")
+	fs.IntVar(&o.costFiles, "cost-files", 10000, "cost section: files of that component (about 1 KiB each)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -139,6 +155,19 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-parallelism %d: want at least 1", o.parallelism)
 	}
 	var err error
+	for _, f := range []struct {
+		name string
+		s    string
+		v    *[]int
+	}{{"-cost-n", *costN, &o.costN}, {"-cost-queue", *costQueue, &o.costQueue}, {"-cost-affected", *costAffected, &o.costAffected}} {
+		if *f.v, err = parseInts(f.name, f.s); err != nil {
+			return nil, err
+		}
+	}
+	if o.costPar < 1 || o.costIdle < 0 || o.costIdleUnits < 1 || o.costInstances < 0 || o.costFiles < 0 {
+		return nil, fmt.Errorf("-cost-parallelism %d, -cost-idle %d, -cost-idle-units %d, -cost-instances %d, -cost-files %d: want at least 1, 0, 1, 0, 0",
+			o.costPar, o.costIdle, o.costIdleUnits, o.costInstances, o.costFiles)
+	}
 	if o.scale, err = parseInts("-scale", *scale); err != nil {
 		return nil, err
 	}

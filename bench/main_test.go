@@ -34,7 +34,7 @@ func TestRunTiny(t *testing.T) {
 		root := t.TempDir()
 		md := filepath.Join(t.TempDir(), "bench.md")
 		var out bytes.Buffer
-		args := append([]string{"-n", "2", "-skip", "shared,datadir,floor,memory", "-scale", "2", "-scale-parallelism", "2", "-root", root, "-markdown", md}, common...)
+		args := append([]string{"-n", "2", "-skip", "shared,datadir,floor,memory,cost", "-scale", "2", "-scale-parallelism", "2", "-root", root, "-markdown", md}, common...)
 		require.NoError(t, run(context.Background(), args, &out))
 		s := out.String()
 
@@ -95,7 +95,7 @@ func TestRunTiny(t *testing.T) {
 		tofu := testenv.Tofu(t)
 		var out bytes.Buffer
 		root := t.TempDir()
-		args := append([]string{"-n", "2", "-skip", "cold,warm,memory", "-scale", "none", "-root", root, "-tofu", tofu}, common...)
+		args := append([]string{"-n", "2", "-skip", "cold,warm,memory,cost", "-scale", "none", "-root", root, "-tofu", tofu}, common...)
 		require.NoError(t, run(context.Background(), args, &out))
 		s := out.String()
 		left, err := os.ReadDir(root)
@@ -155,9 +155,30 @@ func TestRunTiny(t *testing.T) {
 		}
 	})
 
+	// Issue 24's scale suite at its smallest: every scenario runs and is
+	// held to its target.
+	t.Run("cost", func(t *testing.T) {
+		var out bytes.Buffer
+		args := append([]string{"-skip", "cold,warm,floor,memory", "-scale", "none", "-root", t.TempDir(),
+			"-cost-n", "2", "-cost-parallelism", "2", "-cost-queue", "100,400", "-cost-idle", "3", "-cost-idle-units", "2",
+			"-cost-affected", "10,100", "-cost-instances", "3", "-cost-files", "50"}, common...)
+		require.NoError(t, run(context.Background(), args, &out))
+		s := out.String()
+		require.Contains(t, s, "## Cost: how a Run grows")
+		for _, row := range []string{"2 units, p=2, flat", "2 units, p=2, wide DAG", "queue, 400 units, stub engine",
+			"beside 3 idle processes", "Affected, 100 units of 12 components", "3 instances of one 50-file component"} {
+			require.Contains(t, s, row)
+		}
+		require.Contains(t, s, "2/2 succeeded, 2 skipped as unchanged", "skip-unchanged skips every unit of the flat run")
+		line := s[strings.Index(s, "3 instances of one 50-file component"):]
+		line = line[strings.Index(line, "unchanged dry run"):]
+		line = line[:strings.Index(line, "\n")]
+		require.Contains(t, line, "| yes |", "the unchanged refresh reads the source once: %s", line)
+	})
+
 	t.Run("keep", func(t *testing.T) {
 		root := t.TempDir()
-		args := append([]string{"-skip", "cold,warm,floor,memory", "-scale", "none", "-root", root, "-keep"}, common...)
+		args := append([]string{"-skip", "cold,warm,floor,memory,cost", "-scale", "none", "-root", root, "-keep"}, common...)
 		require.NoError(t, run(context.Background(), args, &bytes.Buffer{}))
 		left, err := os.ReadDir(root)
 		require.NoError(t, err)

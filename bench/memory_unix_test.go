@@ -28,7 +28,7 @@ func TestRunMemorySection(t *testing.T) {
 	}
 	var out bytes.Buffer
 	args := []string{"-provider-dir", t.TempDir(), "-provider-size", "0", "-throttle", "0", "-root", t.TempDir(),
-		"-skip", "cold,warm,floor,tofu", "-scale", "none",
+		"-skip", "cold,warm,floor,tofu,cost", "-scale", "none",
 		"-memory-n", "4", "-memory-provider-mib", "200", "-memory-limit", "536870912"}
 	require.NoError(t, run(context.Background(), args, &out))
 	s := out.String()

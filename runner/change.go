@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
@@ -114,15 +115,23 @@ func Affected(units []Unit, base string, paths ...string) ([]string, error) {
 		changed[i] = resolve(p)
 	}
 	var out []string
-	bySource := map[string][]string{} // a component's dirs, once for all its instances
+	// What follows from a component's source is worked out once for all
+	// its instances: the cost grows with distinct sources, not units.
+	resolved := map[string]string{} // Workdir.Source as given -> resolved
+	bySource := map[string]bool{}   // resolved source -> a changed path lies in its dirs
 	for i := range units {
 		u := &units[i]
 		if u.Workdir.Source == "" {
 			return nil, fmt.Errorf("%w: unit %s has no source", ErrInvalidUnit, u.id())
 		}
-		src := resolve(u.Workdir.Source)
-		dirs, ok := bySource[src]
+		src, ok := resolved[u.Workdir.Source]
 		if !ok {
+			src = resolve(u.Workdir.Source)
+			resolved[u.Workdir.Source] = src
+		}
+		hit, ok := bySource[src]
+		if !ok {
+			var dirs []string
 			// No engine here: a module either engine would read counts.
 			for _, rule := range []modtree.Files{modtree.TerraformFiles, modtree.TofuFiles} {
 				for _, d := range modtree.Walk(src, rule).LocalDirs() {
@@ -130,31 +139,31 @@ func Affected(units []Unit, base string, paths ...string) ([]string, error) {
 				}
 			}
 			dirs = append(dirs, linkTargets(dirs)...)
-			bySource[src] = dirs
+			hit = slices.ContainsFunc(changed, func(c string) bool {
+				return slices.ContainsFunc(dirs, func(d string) bool {
+					return c == d || strings.HasPrefix(c, d+string(filepath.Separator))
+				})
+			})
+			bySource[src] = hit
 		}
-		files := map[string]bool{}
-		for _, f := range u.Args.VarFiles {
-			if filepath.IsAbs(f) {
-				files[resolve(f)] = true
-			}
-		}
-		for _, f := range u.Args.BackendConfig {
-			if filepath.IsAbs(f) && (!strings.Contains(f, "=") || exists(f)) {
-				files[resolve(f)] = true
-			}
-		}
-	next:
-		for _, c := range changed {
-			if files[c] {
-				out = append(out, u.id())
-				break
-			}
-			for _, d := range dirs {
-				if c == d || strings.HasPrefix(c, d+string(filepath.Separator)) {
-					out = append(out, u.id())
-					break next
+		if !hit {
+			for _, f := range u.Args.VarFiles {
+				if filepath.IsAbs(f) && slices.Contains(changed, resolve(f)) {
+					hit = true
+					break
 				}
 			}
+		}
+		if !hit {
+			for _, f := range u.Args.BackendConfig {
+				if filepath.IsAbs(f) && (!strings.Contains(f, "=") || exists(f)) && slices.Contains(changed, resolve(f)) {
+					hit = true
+					break
+				}
+			}
+		}
+		if hit {
+			out = append(out, u.id())
 		}
 	}
 	return out, nil

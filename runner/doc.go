@@ -16,7 +16,10 @@
 // character, dependencies, cycles, filters, every unit's workdir spec,
 // arguments and Env, two units of one instance);
 // nothing runs on invalid input and the error wraps a sentinel from
-// errors.go naming the culprit. Order is the dry run.
+// errors.go naming the culprit. Order is the dry run of the queue;
+// DryRun is the dry run of Run: for each selected unit, in order, whether
+// it would be skipped as unchanged, whether init would run and why, and
+// which dependency outputs it waits for, with no terraform started.
 //
 // # The Runner and a Run
 //

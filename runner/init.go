@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -56,21 +57,12 @@ type initRecord struct {
 func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) error {
 	x.emit(PhaseInit)
 	a := x.u.Args
-	files, err := x.readRootConfig()
+	plan, err := x.planInit(manifest, force)
 	if err != nil {
-		return fmt.Errorf("read the root module: %w", err)
+		return err
 	}
-	backend := backendFingerprint(files, x.dir, a.BackendConfig)
-	now := initRecord{Backend: backend, Fingerprint: x.initFingerprint(manifest, backend, files)}
-	recPath := filepath.Join(x.w.DataDir, initRecordName)
-	var prev *initRecord
-	if b, err := os.ReadFile(recPath); err == nil {
-		var r initRecord
-		if json.Unmarshal(b, &r) == nil {
-			prev = &r
-		}
-	}
-	if !force && !a.Upgrade && !a.Reconfigure && prev != nil && *prev == now && x.dataDirIntact(backend != "", len(x.tree.Calls) > 0) {
+	files, now, prev, recPath := plan.files, plan.now, plan.prev, plan.recPath
+	if plan.why == "" {
 		x.res.InitSkipped = true
 		x.out.note("init: skipped, nothing it depends on changed since the last init")
 		return nil
@@ -95,7 +87,7 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) e
 		}
 		return nil
 	}
-	reconfigure := prev != nil && prev.Backend != backend
+	reconfigure := prev != nil && prev.Backend != now.Backend
 	if reconfigure {
 		if err := changed(); err != nil {
 			return err
@@ -123,6 +115,53 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) e
 		return fmt.Errorf("write init record: %w", err)
 	}
 	return nil
+}
+
+// initPlan is the decision whether a unit's init runs, made without
+// running anything (initialize acts on it; DryRun reports it).
+type initPlan struct {
+	files   *rootConfig
+	now     initRecord  // the record a successful init leaves
+	prev    *initRecord // the last successful init's record; nil when none
+	recPath string
+	// why init runs; "" when it is skipped: nothing it depends on changed
+	// since the last successful init and its products are in place.
+	why string
+}
+
+// planInit decides whether init must run (force: it must) and why.
+func (x *unitRun) planInit(manifest string, force bool) (initPlan, error) {
+	a := x.u.Args
+	files, err := x.readRootConfig()
+	if err != nil {
+		return initPlan{}, fmt.Errorf("read the root module: %w", err)
+	}
+	backend := backendFingerprint(files, x.dir, a.BackendConfig)
+	p := initPlan{files: files, now: initRecord{Backend: backend, Fingerprint: x.initFingerprint(manifest, backend, files)},
+		recPath: filepath.Join(x.w.DataDir, initRecordName)}
+	if b, err := os.ReadFile(p.recPath); err == nil {
+		var r initRecord
+		if json.Unmarshal(b, &r) == nil {
+			p.prev = &r
+		}
+	}
+	switch {
+	case force:
+		p.why = "the command is init"
+	case a.Upgrade:
+		p.why = "-upgrade"
+	case a.Reconfigure:
+		p.why = "-reconfigure"
+	case p.prev == nil:
+		p.why = "no record of an earlier successful init"
+	case p.prev.Backend != backend:
+		p.why = "the backend configuration changed"
+	case *p.prev != p.now:
+		p.why = "something init depends on changed (engine, CLI config, lock file, module calls or installed modules, root configuration, init arguments)"
+	case !x.dataDirIntact(backend != "", len(x.tree.Calls) > 0):
+		p.why = "the data dir lacks what the last init installed"
+	}
+	return p, nil
 }
 
 func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig) string {
@@ -272,7 +311,7 @@ func backendFingerprint(root *rootConfig, dir string, backendConfig []string) st
 		if modtree.IsJSON(f.name) {
 			parts = append(parts, jsonBackends(f.data)...)
 		} else {
-			parts = append(parts, hclBackends(f.data)...)
+			parts = append(parts, hclBackendsOnce(f.data)...)
 		}
 	}
 	if len(parts) == 0 {
@@ -302,6 +341,34 @@ func backendFingerprint(root *rootConfig, dir string, backendConfig []string) st
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// hclBackendsOnce is hclBackends parsing each distinct file content once
+// per process: every instance of a component has the same root files, so
+// the init check of a hundred units parses them once. The memo is of a
+// pure function keyed by the content, so it is never stale; it is
+// bounded (all forgotten when full).
+func hclBackendsOnce(src []byte) []string {
+	key := sha256.Sum256(src)
+	backendTexts.mu.Lock()
+	parts, ok := backendTexts.m[key]
+	backendTexts.mu.Unlock()
+	if ok {
+		return parts
+	}
+	parts = hclBackends(src)
+	backendTexts.mu.Lock()
+	if backendTexts.m == nil || len(backendTexts.m) >= 4096 {
+		backendTexts.m = map[[sha256.Size]byte][]string{}
+	}
+	backendTexts.m[key] = parts
+	backendTexts.mu.Unlock()
+	return parts
+}
+
+var backendTexts struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte][]string
 }
 
 // hclBackends returns the source text of every backend and cloud block

@@ -70,17 +70,9 @@ func moduleKey(tree *modtree.Tree, dyn func(modtree.Call) string) (key string, r
 // other instances get it too.
 func (x *unitRun) modules(ctx context.Context) (string, error) {
 	w := x.w
-	var early *earlyInputs
-	if x.hasDynamicCalls() && earlyEvaluation(x.rs.eng) {
-		root, err := x.readRootConfig()
-		if err != nil {
-			return "", fmt.Errorf("read the root module: %w", err)
-		}
-		early = root.early
-	}
-	key, remote := moduleKey(x.tree, x.dynamicCall(early))
-	if !remote {
-		return "", nil
+	key, remote, err := x.remoteModules()
+	if err != nil || !remote {
+		return "", err
 	}
 	upgrade := x.u.Args.Upgrade
 	flightKey := key
@@ -114,6 +106,21 @@ func (x *unitRun) modules(ctx context.Context) (string, error) {
 		x.refreshStore(ctx, key, snap, inst.have)
 	}
 	return filepath.Join(w.DataDir, modulesDir, manifestName), nil
+}
+
+// remoteModules returns the key of the unit's remote module calls (see
+// moduleKey) and whether it has any; it runs nothing.
+func (x *unitRun) remoteModules() (key string, remote bool, err error) {
+	var early *earlyInputs
+	if x.hasDynamicCalls() && earlyEvaluation(x.rs.eng) {
+		root, err := x.readRootConfig()
+		if err != nil {
+			return "", false, fmt.Errorf("read the root module: %w", err)
+		}
+		early = root.early
+	}
+	key, remote = moduleKey(x.tree, x.dynamicCall(early))
+	return key, remote, nil
 }
 
 // hasDynamicCalls reports whether a module call of the unit's tree has a

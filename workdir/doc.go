@@ -52,8 +52,22 @@
 //     replaces each changed file by rename and deletes files the source no
 //     longer has, between an "incomplete" stamp written first and a complete
 //     stamp written last (after a syncfs), so a process killed at any point
-//     leaves a home the next Prepare finishes. An unchanged source costs one
-//     hash of the source set and no copy.
+//     leaves a home the next Prepare finishes. An unchanged source costs a
+//     stat of each file of the source set and no copy: a Manager reads
+//     and hashes each source file once, however many instances share it.
+//   - What a refresh trusts: a source file this Manager has already hashed
+//     is not read again while a fresh stat shows the same inode, size,
+//     mode, mtime and ctime (links followed) as the file it read; any
+//     write, replacement or chmod moves the ctime, which no user can set
+//     back. A digest is remembered only for a file last changed well
+//     before the read (50 ms; 2 s where the filesystem keeps whole
+//     seconds), so a write in the same clock tick as the read is never
+//     missed. Where those stats can lie (a network mount caching
+//     attributes; platforms other than Linux and macOS show only the
+//     mtime), set Spec.Rehash to read every file again. Digests live in
+//     the Manager's memory only. The copy itself is always verified: a
+//     cold build or a refresh that copies hashes what it wrote, read back
+//     from the workdir.
 //   - The stamp describes what was written: each copied file's digest is
 //     taken from the copy, so a source file that changes while it is copied
 //     (and changes back later) is copied again by the next Prepare.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
 const (
@@ -32,6 +33,10 @@ type Manager struct {
 	lockRetry time.Duration
 	hook      func(path string)
 	budget    budget
+	// sums remembers the digest of every source file this Manager has
+	// read, by path and version, so an unchanged refresh of any number of
+	// instances of one component reads its files once (Spec.Rehash).
+	sums treesum.Memo
 }
 
 // checked is a Spec that passed every check made before the lock.
@@ -69,6 +74,15 @@ type Spec struct {
 	// runner sets it from the engine it detected. Changing it for an
 	// instance rebuilds the workdir's layout, instance-owned data kept.
 	Engine Engine
+	// Rehash makes Prepare read and hash every file of the source set
+	// again. Without it, a file this Manager has read before is not read
+	// again while its inode, size, mode, mtime and ctime are what they
+	// were then: its remembered digest stands for its content (see the
+	// package doc for what a refresh trusts). Set it where a file may
+	// change without moving those: a filesystem that keeps no ctime or
+	// caches attributes (some network mounts), or a platform other than
+	// Linux and macOS, where only the mtime is seen.
+	Rehash bool
 }
 
 // Workdir is a prepared instance working directory. It holds the instance
@@ -318,7 +332,7 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 	if err := checkHome(filepath.Join(m.root, id)); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}
-	st, err := m.materialize(ctx, id, c.source, c.files, c.rule)
+	st, err := m.materialize(ctx, id, c.source, c.files, c.rule, s.Rehash)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}

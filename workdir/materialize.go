@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
 // input is everything a build works from.
@@ -24,6 +25,7 @@ type input struct {
 	rule    modtree.Files   // which files are configuration (Spec.Engine)
 	backend modtree.Backend // the component's backend, generated files included
 	dataDir string          // the instance's TF_DATA_DIR, where the engine records the backend it configured
+	sums    *treesum.Memo   // source digests to reuse; nil when the caller asked for a full re-hash
 }
 
 // stateBackends are the backends whose local state is the instance's (see
@@ -32,7 +34,7 @@ func (in input) stateBackends() []modtree.Backend { return stateBackends(in.back
 
 // materialize makes root/id match the source and generated files. The
 // caller holds the instance lock.
-func (m *Manager) materialize(ctx context.Context, id, source string, files []genFile, rule modtree.Files) (*stamp, error) {
+func (m *Manager) materialize(ctx context.Context, id, source string, files []genFile, rule modtree.Files, rehash bool) (*stamp, error) {
 	home := filepath.Join(m.root, id)
 	scratch := filepath.Join(m.root, tmpDir, id)
 	// Leftovers of a cold build or removal killed before its rename; nobody
@@ -45,7 +47,10 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	if err != nil && !cold {
 		return nil, err
 	}
-	in := input{source: source, files: files, rule: rule, backend: m.readBackend(ctx, source, files, rule), dataDir: instanceDataDir(home)}
+	in := input{source: source, files: files, rule: rule, backend: m.readBackend(ctx, source, files, rule), dataDir: instanceDataDir(home), sums: &m.sums}
+	if rehash {
+		in.sums = nil
+	}
 	var old *stamp
 	if !cold {
 		old = readStamp(home)
@@ -60,7 +65,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	}
 
 	lay := discover(ctx, m.log, source, rule)
-	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(lay.component, in.stateBackends()...), inputsOf(lay.reads, lay.component, in.stateBackends()...), m.budget)
+	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(lay.component, in.stateBackends()...), inputsOf(lay.reads, lay.component, in.stateBackends()...), m.budget, in.sums)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +146,7 @@ func (m *Manager) warm(ctx context.Context, home string, old *stamp, in input) (
 	if !slices.Equal(gen, old.Generated) {
 		return nil, nil, false, nil
 	}
-	set, err := collect(ctx, old.Base, old.Dirs, m.realRoot, statePathsOf(old.Component, in.stateBackends()...), inputsOf(old.Reads, old.Component, in.stateBackends()...), m.budget)
+	set, err := collect(ctx, old.Base, old.Dirs, m.realRoot, statePathsOf(old.Component, in.stateBackends()...), inputsOf(old.Reads, old.Component, in.stateBackends()...), m.budget, in.sums)
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, nil, false, cerr
 	}

@@ -14,8 +14,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
 // lockFileName is Terraform's dependency lock file. It is instance-owned in
@@ -118,7 +120,8 @@ type scan struct {
 // collector walks the source set.
 type collector struct {
 	ctx    context.Context
-	root   string // the manager's root, symlinks resolved: never entered
+	sums   *treesum.Memo // digests of files read before; nil: read every file
+	root   string        // the manager's root, symlinks resolved: never entered
 	owned  statePaths
 	inputs map[string]bool // state-like files read as inputs: copied
 	budget budget          // the most the set may hold
@@ -138,9 +141,11 @@ type collector struct {
 // source. Nothing but regular files is ever opened. State-like files are
 // left out, except inputs (slash paths under base: state files the
 // configuration reads through a local terraform_remote_state, see
-// inputsOf), which are taken like any other file.
-func collect(ctx context.Context, base string, dirs []string, root string, owned statePaths, inputs map[string]bool, lim budget) (*scan, error) {
-	c := &collector{ctx: ctx, root: root, owned: owned, inputs: inputs, budget: lim, buf: make([]byte, 32<<10), seen: map[string]bool{}}
+// inputsOf), which are taken like any other file. A file whose digest
+// sums remembers for its current version (see treesum.Memo) is not read
+// again; sums may be nil.
+func collect(ctx context.Context, base string, dirs []string, root string, owned statePaths, inputs map[string]bool, lim budget, sums *treesum.Memo) (*scan, error) {
+	c := &collector{ctx: ctx, sums: sums, root: root, owned: owned, inputs: inputs, budget: lim, buf: make([]byte, 32<<10), seen: map[string]bool{}}
 	for _, d := range dirs {
 		top := filepath.Join(base, filepath.FromSlash(d))
 		real, err := filepath.EvalSymlinks(top)
@@ -215,7 +220,7 @@ func (c *collector) walk(real, rel string, stack []string) error {
 			if err := c.spend(p, fi.Size()); err != nil {
 				return err
 			}
-			sum, size, err := fileSum(c.ctx, p, c.buf)
+			sum, size, err := c.sum(p, fi)
 			if errors.Is(err, modtree.ErrNotRegular) {
 				c.set.irregular = append(c.set.irregular, p) // replaced since the listing
 				continue
@@ -245,6 +250,32 @@ func (c *collector) spend(p string, size int64) error {
 			ErrBudget, p, size, c.budget.bytes)
 	}
 	return nil
+}
+
+// sum returns the SHA-256 and size of the regular file p, whose stat
+// (links followed) is fi: the digest c.sums remembers for that very
+// version of the file, or else the file read and hashed, and then
+// remembered under the stat of the file as opened (taken before its
+// content is read, so a write during the read is a new version).
+func (c *collector) sum(p string, fi fs.FileInfo) ([sha256.Size]byte, int64, error) {
+	if sum, ok := c.sums.Lookup(p, fi); ok {
+		return sum, fi.Size(), nil
+	}
+	start := time.Now()
+	f, err := modtree.OpenRegular(p)
+	if err != nil {
+		return [sha256.Size]byte{}, 0, err
+	}
+	defer f.Close()
+	opened, err := f.Stat()
+	if err != nil {
+		return [sha256.Size]byte{}, 0, err
+	}
+	sum, size, err := sumReader(c.ctx, f, c.buf)
+	if err == nil && size == opened.Size() {
+		c.sums.Remember(p, opened, start, sum)
+	}
+	return sum, size, err
 }
 
 // fileSum returns the SHA-256 and size of the regular file p. buf is

@@ -1,6 +1,7 @@
 package modtree
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -84,19 +85,14 @@ func ReadBackend(dir string, overlay map[string][]byte, rule Files) (Backend, er
 		return Backend{}, fmt.Errorf("read backend of %s: %w", dir, err)
 	}
 	var out Backend
-	p := hclparse.NewParser()
 	for _, cf := range files {
 		path := filepath.Join(dir, cf.Name)
-		f := parseFile(p, path, cf.Data)
-		if f == nil {
-			continue // a file that does not parse declares no backend we could honour
-		}
-		got, found, err := backendIn(f, path)
-		if err != nil {
-			return Backend{}, err
+		got, found, problem := fileBackend(path, cf.Data)
+		if problem != "" {
+			return Backend{}, fmt.Errorf("%w: %s%s", ErrBackend, path, problem)
 		}
 		if !found {
-			continue
+			continue // none, or a file that does not parse: none we could honour
 		}
 		if !cf.Override && out.File != "" {
 			return Backend{}, fmt.Errorf("%w: %s and %s both declare a backend", ErrBackend, out.File, path)
@@ -184,8 +180,45 @@ func parseFile(p *hclparse.Parser, path string, b []byte) *hcl.File {
 	return f
 }
 
-// backendIn returns the backend or cloud block declared in f, if any.
-func backendIn(f *hcl.File, path string) (Backend, bool, error) {
+// fileBackend returns the backend or cloud block the configuration file
+// at path (content b) declares, if any, or the problem with it (see
+// backendIn). A file is parsed once per process for its content: the
+// same file under a hundred workdirs (or ReadBackend called several
+// times for one Prepare) costs one parse (backends).
+func fileBackend(path string, b []byte) (Backend, bool, string) {
+	h := sha256.New()
+	fmt.Fprintf(h, "backend-v1 %t %d\n", IsJSON(path), len(b))
+	h.Write(b)
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	r, ok := backends.get(key)
+	if !ok {
+		if f := parseFile(hclparse.NewParser(), path, b); f != nil {
+			r.b, r.found, r.problem = backendIn(f)
+		}
+		backends.put(key, r)
+	}
+	if r.found {
+		r.b.File = path
+	}
+	return r.b, r.found, r.problem
+}
+
+// backendResult is what fileBackend found in one file's content.
+type backendResult struct {
+	b       Backend // File unset: it is the path the content was read at
+	found   bool
+	problem string
+}
+
+// backends remembers fileBackend's results by content, bounded like
+// parses (a memo of a pure function; never stale).
+var backends = memo[backendResult]{}
+
+// backendIn returns the backend or cloud block declared in f, if any, or
+// the problem that makes it unusable, as the rest of a message that
+// starts with the file's path.
+func backendIn(f *hcl.File) (Backend, bool, string) {
 	root, _, _ := f.Body.PartialContent(rootSchema)
 	var out Backend
 	found := false
@@ -193,10 +226,10 @@ func backendIn(f *hcl.File, path string) (Backend, bool, error) {
 		c, _, _ := tb.Body.PartialContent(tfSchema)
 		for _, b := range c.Blocks {
 			if found {
-				return Backend{}, false, fmt.Errorf("%w: %s declares more than one backend", ErrBackend, path)
+				return Backend{}, false, " declares more than one backend"
 			}
 			found = true
-			out = Backend{File: path, Type: "cloud"}
+			out = Backend{Type: "cloud"}
 			if b.Type != "backend" {
 				continue
 			}
@@ -208,7 +241,7 @@ func backendIn(f *hcl.File, path string) (Backend, bool, error) {
 			for name, a := range attrs.Attributes {
 				v, diags := a.Expr.Value(nil)
 				if diags.HasErrors() || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
-					return Backend{}, false, fmt.Errorf("%w: %s: backend \"local\" %s is not a literal string", ErrBackend, path, name)
+					return Backend{}, false, fmt.Sprintf(": backend \"local\" %s is not a literal string", name)
 				}
 				if name == "path" {
 					out.Path = v.AsString()
@@ -218,5 +251,5 @@ func backendIn(f *hcl.File, path string) (Backend, bool, error) {
 			}
 		}
 	}
-	return out, found, nil
+	return out, found, ""
 }

@@ -31,7 +31,16 @@
 //     source, cleaned lexically, as terraform does; symlinks on the way are
 //     kept in Dir (the path as reached) and resolved in Module.Resolved.
 //   - Each directory is parsed at most once (by resolved path), however
-//     many instances call it.
+//     many instances call it; and each distinct module is parsed once per
+//     process, wherever it lies: a parse is remembered by what it read
+//     (the engine's rule and every configuration file's name and
+//     content), so a hundred workdir copies of one component cost one
+//     parse of each of its modules plus a read of their files. A changed
+//     file is a different key, so a remembered parse is never stale; the
+//     memo holds a bounded number of modules. Each Walk gets its own
+//     Module values with paths and positions of its own directories.
+//     ReadBackend likewise parses each distinct file content once; its
+//     results and errors name the file where it was read.
 //   - Parse errors never stop the walk: they are recorded on the module
 //     (Module.Err wraps ErrParse) and whatever parsed is still followed. A
 //     local source whose directory is missing is recorded (Module.Err wraps

@@ -1,7 +1,9 @@
 package modtree
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -51,6 +53,14 @@ type regularFS struct {
 	files   Files
 	skipped []string
 	real    map[string]string // listed path -> real path, for renamed OpenTofu files
+	// Set by snapshot: the listing of dir and the content of each listed
+	// file, served to terraform-config-inspect instead of the disk, so
+	// that what it parses is exactly what the memo key was made from.
+	listed  bool
+	dir     string
+	listing []os.FileInfo
+	listErr error
+	content map[string][]byte // listed path -> content
 }
 
 var _ tfconfig.FS = (*regularFS)(nil)
@@ -64,7 +74,42 @@ func (f *regularFS) path(name string) string {
 
 func (f *regularFS) Open(name string) (tfconfig.File, error) { return OpenRegular(f.path(name)) }
 
-func (f *regularFS) ReadFile(name string) ([]byte, error) { return ReadRegular(f.path(name)) }
+func (f *regularFS) ReadFile(name string) ([]byte, error) {
+	if b, ok := f.content[name]; ok {
+		return b, nil
+	}
+	return ReadRegular(f.path(name))
+}
+
+// snapshot lists dir and reads every configuration file it lists, and
+// returns a digest of what the parse will see: the engine's rule, and
+// each file's listed name, real name and content. ok is false when the
+// listing or a file could not be read: the parse then reads the disk
+// itself and reports it, and nothing is memoized.
+func (f *regularFS) snapshot(dir string) (key [sha256.Size]byte, ok bool) {
+	listing, err := f.ReadDir(dir)
+	f.listed, f.dir, f.listing, f.listErr, f.content = true, dir, listing, err, map[string][]byte{}
+	if err != nil {
+		return key, false
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "modtree-parse-v1\x00%s\n", f.files)
+	for _, fi := range listing {
+		if fi.IsDir() {
+			continue
+		}
+		listed := filepath.Join(dir, fi.Name())
+		b, err := ReadRegular(f.path(listed))
+		if err != nil {
+			return key, false
+		}
+		f.content[listed] = b
+		fmt.Fprintf(h, "%s\x00%s\x00%d\n", fi.Name(), filepath.Base(f.path(listed)), len(b))
+		h.Write(b)
+	}
+	h.Sum(key[:0])
+	return key, true
+}
 
 // ReadRegular reads the regular file at path (links followed); anything
 // else (a FIFO, a socket, a device, a directory) is refused with an error
@@ -79,6 +124,9 @@ func ReadRegular(path string) ([]byte, error) {
 }
 
 func (f *regularFS) ReadDir(dir string) ([]os.FileInfo, error) {
+	if f.listed && dir == f.dir {
+		return f.listing, f.listErr
+	}
 	ents, err := os.ReadDir(dir)
 	out := make([]os.FileInfo, 0, len(ents))
 	regular := map[string]os.FileInfo{}

@@ -177,8 +177,22 @@ func (w *walker) load(dir string) *Module {
 		return m
 	}
 	fsys := &regularFS{files: w.files}
-	cfg, diags, err := inspect(fsys, dir)
-	fsys.fixPositions(cfg, diags)
+	key, memo := fsys.snapshot(dir)
+	var cfg *tfconfig.Module
+	var diags tfconfig.Diagnostics
+	if r, ok := parses.get(key); memo && ok {
+		cfg, diags = r.at(dir)
+		err = r.err
+	} else {
+		cfg, diags, err = inspect(fsys, dir)
+		fsys.fixPositions(cfg, diags)
+		if memo {
+			// Kept as a copy: callers own what they were handed.
+			r := parsed{dir: dir, cfg: cfg, diags: diags, err: err}
+			r.cfg, r.diags = r.at(dir)
+			parses.put(key, r)
+		}
+	}
 	m.Config, m.Skipped = cfg, fsys.skipped
 	switch {
 	case err != nil:
@@ -199,9 +213,12 @@ func inspect(fsys tfconfig.FS, dir string) (cfg *tfconfig.Module, diags tfconfig
 			cfg, diags, err = nil, nil, fmt.Errorf("terraform-config-inspect failed reading it: %v", r)
 		}
 	}()
-	cfg, diags = tfconfig.LoadModuleFromFilesystem(fsys, dir)
+	cfg, diags = loadModule(fsys, dir)
 	return cfg, diags, nil
 }
+
+// loadModule is terraform-config-inspect's parse; a test counts calls.
+var loadModule = tfconfig.LoadModuleFromFilesystem
 
 // Err joins every problem found: modules with parse errors, missing local
 // module directories, and cycles. It is nil when the tree is clean.

@@ -52,6 +52,12 @@
 //     left out when zero. This is the format pluginc's install records
 //     and modstore's manifests have always used, so records written
 //     before this package existed read as they are.
-//   - The package keeps no state, takes no locks and writes nothing: the
-//     caller decides where a record lives and serializes writers of it.
+//   - A Memo (the caller's, never a global) remembers file digests by
+//     path and stamp so one process reads a file once for many callers:
+//     it hands a digest out only while the file's stamp, size and mode
+//     are those it was read at, and remembers none for a file changed
+//     within a clock tick or so of the read (see Memo).
+//   - Apart from a Memo, the package keeps no state, takes no locks and
+//     writes nothing: the caller decides where a record lives and
+//     serializes writers of it.
 package treesum
