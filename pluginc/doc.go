@@ -97,14 +97,21 @@
 //     bounded by WithConnectTimeout (default 30s), the wait for response
 //     headers once connected by WithHeaderTimeout (60s), and a response
 //     body that delivers no byte for WithBodyIdleTimeout (60s) is cut (a
-//     slow body that keeps moving never is). Such errors wrap ErrDownload
-//     and ErrTimeout and name the URL and the timeout. Connection errors,
-//     timeouts, bodies cut short, 429 and 5xx other than 501 are retried
-//     (WithRetries, default 4) with exponential backoff from 1s to 30s
-//     (WithRetryWait); a Retry-After on a 429 or 503 is honoured, and one
-//     longer than the backoff maximum fails the request at once, saying
-//     how long the server asked for. Other statuses are not retried.
-//     Retries are logged (Info) and counted in Stats.Retries. Waiting for
+//     slow body that keeps moving never is); an attempt at a small
+//     document (discovery, version lists, SHA256SUMS) must end within
+//     WithMetadataTimeout (10s, as Terraform's registry client). Such
+//     errors wrap ErrDownload and ErrTimeout and name the URL and the
+//     timeout. Connection errors, timeouts, bodies cut short, 429 and 5xx
+//     other than 501 are retried (WithRetries, default 4) with exponential
+//     backoff from 1s to 30s (WithRetryWait); a Retry-After on a 429 or
+//     503 is honoured, and one longer than the backoff maximum fails the
+//     request at once, saying how long the server asked for. Other
+//     statuses are not retried. The whole request, retries and waits
+//     included, is bounded by WithRequestTimeout (2m); only a package
+//     body that keeps arriving may outlast it. A request given up on
+//     after retries or at that bound is a *RequestError saying how many
+//     attempts over how long. Retries are logged (Info) and counted in
+//     Stats.Retries. Waiting for
 //     another process's package lock is bounded by the caller's context;
 //     what the holder does under it is bounded by these same limits.
 //   - Credentials stay at their origin, encrypted. A host's token

@@ -26,6 +26,8 @@ const (
 	DefaultConnectTimeout  = 30 * time.Second
 	DefaultHeaderTimeout   = 60 * time.Second
 	DefaultBodyIdleTimeout = 60 * time.Second
+	DefaultMetadataTimeout = 10 * time.Second // as Terraform's own registry client
+	DefaultRequestTimeout  = 2 * time.Minute
 	DefaultRetries         = 4
 	DefaultRetryWaitMin    = 1 * time.Second
 	DefaultRetryWaitMax    = 30 * time.Second
@@ -59,6 +61,8 @@ type cliClient struct {
 // netLimits bounds every HTTP request the cache makes.
 type netLimits struct {
 	connect, header, idle time.Duration
+	meta                  time.Duration // one attempt at a small document, start to end
+	request               time.Duration // one request, every attempt and wait included
 	retries               int
 	waitMin, waitMax      time.Duration
 	maxDoc                int64
@@ -68,6 +72,7 @@ func defaultConfig() config {
 	return config{
 		net: netLimits{
 			connect: DefaultConnectTimeout, header: DefaultHeaderTimeout, idle: DefaultBodyIdleTimeout,
+			meta: DefaultMetadataTimeout, request: DefaultRequestTimeout,
 			retries: DefaultRetries, waitMin: DefaultRetryWaitMin, waitMax: DefaultRetryWaitMax,
 			maxDoc: MaxDocumentSize,
 		},
@@ -234,9 +239,45 @@ func WithBodyIdleTimeout(d time.Duration) Option {
 	})
 }
 
+// WithMetadataTimeout bounds one attempt at a small document (service
+// discovery, a version list, a download description, SHA256SUMS and its
+// signature, a mirror's index), from the request to the end of its body,
+// as Terraform's own registry client bounds its requests. Default
+// DefaultMetadataTimeout (10s). A timed-out attempt is retried. Package
+// downloads are not bounded by it (see WithBodyIdleTimeout).
+func WithMetadataTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if err := positive("WithMetadataTimeout", d); err != nil {
+			return err
+		}
+		c.net.meta = d
+		return nil
+	})
+}
+
+// WithRequestTimeout bounds one request as a whole, every attempt and
+// every wait between them included, so a stalled registry or mirror
+// cannot hold an install for longer whatever the retries. Past it no
+// attempt starts and none waits for its response any longer; the error
+// is a *RequestError that says how many attempts were made over how long
+// and wraps ErrTimeout. The one thing it does not cut is a package body
+// that keeps arriving: a slow but healthy download of a large provider
+// is bounded by WithBodyIdleTimeout instead. Default
+// DefaultRequestTimeout (2m).
+func WithRequestTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if err := positive("WithRequestTimeout", d); err != nil {
+			return err
+		}
+		c.net.request = d
+		return nil
+	})
+}
+
 // WithRetries sets how many times a failed request is retried: after a
 // connection error, a timeout, a body cut short, HTTP 429 or a 5xx status
-// other than 501. 0 turns retries off. Default DefaultRetries (4).
+// other than 501, as long as the request timeout (WithRequestTimeout)
+// leaves time for it. 0 turns retries off. Default DefaultRetries (4).
 func WithRetries(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n < 0 {
