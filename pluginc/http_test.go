@@ -130,7 +130,7 @@ func TestRequestTimeout(t *testing.T) {
 	t.Run("stalled mirror", func(t *testing.T) {
 		release := make(chan struct{})
 		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select { // never answers while the test runs
+			select { // never answers while the test runs
 			case <-release:
 			case <-r.Context().Done():
 			}
