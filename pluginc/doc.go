@@ -9,15 +9,15 @@
 // and TF_TOKEN_<host> credentials), NetworkMirror and FilesystemMirror
 // (Terraform's packed and unpacked layouts).
 //
-// The user's own CLI config: ReadCLIConfig reads it as Terraform does
-// (HCL 1 or JSON); CLIConfigFor(file) is CLIConfig with the user's
+// The user's own CLI config: package cliconfig finds and reads it as
+// Terraform does (HCL 1 or JSON); CLIConfigFor(file) is CLIConfig with the user's
 // credentials, credentials helper, host blocks and other settings passed
 // through, since TF_CLI_CONFIG_FILE replaces the user's file; the
 // providers the cache lacks are installed as the user's
 // provider_installation says. WithCLIConfig(file) gives the cache's own
 // requests the file's credentials blocks (after TF_TOKEN_<host>
 // variables, as in Terraform) and host blocks; a credentials helper is
-// left to Terraform. file.Sources() turns the file's provider_installation
+// left to Terraform. SourcesFrom(file) turns the file's provider_installation
 // (mirrors, direct, include and exclude patterns) into the cache's
 // sources, for a caller that wants the cache to install the way the user's
 // Terraform would.
@@ -145,8 +145,8 @@
 //     each other's packages. Terraform gets the cache as a read-only
 //     filesystem_mirror instead and never writes to it.
 //   - A CLI config file Terraform would refuse is refused by name:
-//     ReadCLIConfig's errors (*CLIConfigError, ErrInvalidCLIConfig) name
-//     the file and the line.
+//     cliconfig's errors (*cliconfig.Error, ErrInvalidCLIConfig) and
+//     SourcesFrom's name the file and the line.
 //   - Lock file hashes are SCHEME:VALUE in printable ASCII, as Terraform
 //     writes them: ParseLockFile refuses anything else by name, and
 //     LockFile leaves such strings out, so its output always parses back

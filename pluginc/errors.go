@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"time"
+
+	"github.com/tfisolate/tfisolate/cliconfig"
 )
 
 // Sentinel errors. Every error returned by this package that has one of
@@ -43,9 +45,10 @@ var (
 	// ErrInvalidLockFile: a dependency lock file that cannot be parsed.
 	ErrInvalidLockFile = errors.New("invalid lock file")
 	// ErrInvalidCLIConfig: a CLI config file that Terraform would refuse,
-	// or a provider_installation the cache cannot follow. It comes in a
-	// *CLIConfigError naming the file and the line.
-	ErrInvalidCLIConfig = errors.New("invalid CLI config")
+	// or a provider_installation the cache cannot follow. It is
+	// cliconfig.ErrInvalid, and comes in a *cliconfig.Error naming the
+	// file and the line.
+	ErrInvalidCLIConfig = cliconfig.ErrInvalid
 	// ErrUnsafePath: the cache root, a directory above it or a directory
 	// in it that someone other than the effective user or root owns or
 	// can write to (see Open and WithSharedGroup). It comes in an
@@ -134,26 +137,3 @@ func (e *InstallError) Error() string {
 
 // Unwrap returns the cause.
 func (e *InstallError) Unwrap() error { return e.Err }
-
-// CLIConfigError says which CLI config file, and which line of it, a
-// problem is in (Line is 0 when it cannot be told). It wraps
-// ErrInvalidCLIConfig.
-type CLIConfigError struct {
-	Path string
-	Line int
-	Msg  string
-}
-
-// Error names the file, the line and the problem.
-func (e *CLIConfigError) Error() string {
-	if e.Path == "" { // a CLIConfigFile built in code
-		return fmt.Sprintf("%s: %s", ErrInvalidCLIConfig, e.Msg)
-	}
-	if e.Line > 0 {
-		return fmt.Sprintf("%s %s, line %d: %s", ErrInvalidCLIConfig, e.Path, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s %s: %s", ErrInvalidCLIConfig, e.Path, e.Msg)
-}
-
-// Unwrap returns ErrInvalidCLIConfig.
-func (e *CLIConfigError) Unwrap() error { return ErrInvalidCLIConfig }

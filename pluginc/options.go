@@ -8,6 +8,8 @@ import (
 	"time"
 
 	svchost "github.com/hashicorp/terraform-svchost"
+
+	"github.com/tfisolate/tfisolate/cliconfig"
 )
 
 // Option configures a Cache. Options are applied in order; Open fails with
@@ -138,7 +140,7 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithCLIConfig makes the cache's own requests use a user's CLI config
-// file (see ReadCLIConfig), as Terraform would: a credentials block's
+// file (see cliconfig.Read and cliconfig.Find), as Terraform would: a credentials block's
 // token is sent to that host (a registry's API, a network mirror), and a
 // host block's "providers.v1" service is used instead of service
 // discovery for that host. A TF_TOKEN_<host> variable (see WithLookupEnv)
@@ -147,8 +149,8 @@ func WithLogger(l *slog.Logger) Option {
 // the merged config from CLIConfigFor): a host whose token only a helper
 // knows needs a TF_TOKEN_<host> variable for the cache's downloads. The
 // file's provider_installation is not used here; see
-// CLIConfigFile.Sources. WithCLIConfig(nil) means no file (the default).
-func WithCLIConfig(f *CLIConfigFile) Option {
+// SourcesFrom. WithCLIConfig(nil) means no file (the default).
+func WithCLIConfig(f *cliconfig.File) Option {
 	return optionFunc(func(c *config) error {
 		c.cli = cliClient{}
 		if f == nil {
@@ -158,7 +160,7 @@ func WithCLIConfig(f *CLIConfigFile) Option {
 		for host, attrs := range f.Credentials {
 			h, err := svchost.ForComparison(host)
 			if err != nil {
-				return fmt.Errorf("pluginc: WithCLIConfig: %w", &CLIConfigError{Path: f.Path, Msg: fmt.Sprintf("the credentials %q block has an invalid host name: %v", host, err)})
+				return fmt.Errorf("pluginc: WithCLIConfig: %w", &cliconfig.Error{Path: f.Path, Msg: fmt.Sprintf("the credentials %q block has an invalid host name: %v", host, err)})
 			}
 			tok, ok := attrs["token"]
 			if !ok {
@@ -166,14 +168,14 @@ func WithCLIConfig(f *CLIConfigFile) Option {
 			}
 			s, ok := tok.(string)
 			if !ok {
-				return fmt.Errorf("pluginc: WithCLIConfig: %w", &CLIConfigError{Path: f.Path, Msg: fmt.Sprintf("credentials %q: token must be a string", host)})
+				return fmt.Errorf("pluginc: WithCLIConfig: %w", &cliconfig.Error{Path: f.Path, Msg: fmt.Sprintf("credentials %q: token must be a string", host)})
 			}
 			cli.tokens[h.String()] = s
 		}
 		for host, services := range f.Hosts {
 			h, err := svchost.ForComparison(host)
 			if err != nil {
-				return fmt.Errorf("pluginc: WithCLIConfig: %w", &CLIConfigError{Path: f.Path, Msg: fmt.Sprintf("the host %q block has an invalid host name: %v", host, err)})
+				return fmt.Errorf("pluginc: WithCLIConfig: %w", &cliconfig.Error{Path: f.Path, Msg: fmt.Sprintf("the host %q block has an invalid host name: %v", host, err)})
 			}
 			cli.hosts[h.String()] = services
 		}

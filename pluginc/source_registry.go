@@ -15,6 +15,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/hashicorp/go-version"
 	svchost "github.com/hashicorp/terraform-svchost"
+
+	"github.com/tfisolate/tfisolate/cliconfig"
 )
 
 // Registry returns a Source speaking the provider registry protocol to the
@@ -98,7 +100,7 @@ func (r *registry) base(ctx context.Context, env *fetchEnv, p Provider) (*url.UR
 	if !ok && forced {
 		// Not "not found": the user's file says so, and Terraform would
 		// fail the same way.
-		return nil, &CLIConfigError{Path: env.cli.path, Msg: fmt.Sprintf("the host %q block has no \"providers.v1\" service (a string), so the host offers no provider registry", p.Hostname)}
+		return nil, &cliconfig.Error{Path: env.cli.path, Msg: fmt.Sprintf("the host %q block has no \"providers.v1\" service (a string), so the host offers no provider registry", p.Hostname)}
 	}
 	if !ok {
 		return nil, fmt.Errorf("%w: host %s does not offer the provider registry protocol (no providers.v1 in %s)", ErrNotFound, p.Hostname, where)
