@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hashicorp/go-version"
-
 	"github.com/tfisolate/tfisolate/cliconfig"
 )
 
@@ -130,16 +128,18 @@ func describePatterns(include, exclude []string) string {
 // String names the source and its patterns.
 func (s *filteredSource) String() string { return s.src.String() + " (" + s.desc + ")" }
 
-func (s *filteredSource) versions(ctx context.Context, env *fetchEnv, p Provider) ([]*version.Version, error) {
+// Versions lists the versions of p if the patterns let p through.
+func (s *filteredSource) Versions(ctx context.Context, p Provider) ([]string, error) {
 	if !s.allows(p) {
 		return nil, nil
 	}
-	return s.src.versions(ctx, env, p)
+	return s.src.Versions(ctx, p)
 }
 
-func (s *filteredSource) fetch(ctx context.Context, env *fetchEnv, p Provider, v *version.Version, platform string, dst *os.File) (fetched, error) {
-	if !s.allows(p) {
-		return fetched{}, fmt.Errorf("%w: %s does not offer %s", ErrNotFound, s, p)
+// Fetch fetches the package if the patterns let its provider through.
+func (s *filteredSource) Fetch(ctx context.Context, id PackageID, dst *os.File) (Fetched, error) {
+	if !s.allows(id.Provider) {
+		return Fetched{}, fmt.Errorf("%w: %s does not offer %s", ErrNotFound, s, id.Provider)
 	}
-	return s.src.fetch(ctx, env, p, v, platform, dst)
+	return s.src.Fetch(ctx, id, dst)
 }

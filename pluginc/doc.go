@@ -7,7 +7,10 @@
 // write). Providers come from the sources given to WithSource, tried in
 // order: Registry (the provider registry protocol with service discovery
 // and TF_TOKEN_<host> credentials), NetworkMirror and FilesystemMirror
-// (Terraform's packed and unpacked layouts).
+// (Terraform's packed and unpacked layouts), or a caller's own Source (a
+// host's artifact store): Source is a small public interface (Versions,
+// Fetch of a PackageID into a temp file) that the built-in sources
+// implement like any other.
 //
 // The user's own CLI config: package cliconfig finds and reads it as
 // Terraform does (HCL 1 or JSON); CLIConfigFor(file) is CLIConfig with the user's

@@ -37,6 +37,28 @@ type fetchEnv struct {
 	testHookWriter func(io.Writer) io.Writer
 }
 
+// envKey is the context key under which a Cache hands its fetchEnv to
+// the built-in sources, which implement the public Source interface like
+// any caller's and so get nothing else from the cache.
+type envKey struct{}
+
+// withEnv returns ctx carrying env for the built-in sources.
+func withEnv(ctx context.Context, env *fetchEnv) context.Context {
+	return context.WithValue(ctx, envKey{}, env)
+}
+
+// envFrom returns the fetchEnv of the Cache that ctx comes from, or one
+// with the default client and limits for a built-in source used on its
+// own (or inside a caller's Source that started a context of its own).
+func envFrom(ctx context.Context) *fetchEnv {
+	if e, ok := ctx.Value(envKey{}).(*fetchEnv); ok {
+		return e
+	}
+	cfg := defaultConfig()
+	return &fetchEnv{client: withSafeRedirects(http.DefaultClient), log: slog.New(slog.DiscardHandler),
+		env: os.LookupEnv, lim: cfg.net, retries: new(atomic.Int64)}
+}
+
 func (e *fetchEnv) writer(w io.Writer) io.Writer {
 	if e != nil && e.testHookWriter != nil {
 		return e.testHookWriter(w)

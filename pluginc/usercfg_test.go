@@ -87,7 +87,7 @@ func TestFilteredSource(t *testing.T) {
 			srcs, err := SourcesFrom(f)
 			require.NoError(t, err)
 			require.Len(t, srcs, 1)
-			vs, err := srcs[0].versions(context.Background(), nil, prov)
+			vs, err := srcs[0].Versions(context.Background(), prov)
 			require.NoError(t, err)
 			c, err := Open(t.TempDir(), WithSource(srcs...))
 			require.NoError(t, err)
