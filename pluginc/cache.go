@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tfisolate/tfisolate/internal/flight"
+	"github.com/tfisolate/tfisolate/internal/store"
 )
 
 // stateDir holds the cache's bookkeeping inside the cache dir. Its name
@@ -82,7 +83,7 @@ type Stats struct {
 type Cache struct {
 	dir       string
 	trust     trust
-	lockPerm  os.FileMode // of package lock files
+	locks     *store.Locks // one per package, never deleted
 	sources   []Source
 	platforms []string
 	env       *fetchEnv
@@ -169,10 +170,11 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 	if err := tr.checkRoot(abs); err != nil {
 		return nil, fmt.Errorf("pluginc: open cache %s: %w", dir, err)
 	}
-	c := &Cache{dir: abs, trust: tr, lockPerm: 0o600}
+	lockPerm := os.FileMode(0o600)
 	if tr.shared {
-		c.lockPerm = 0o644 // flock opens lock files read-only
+		lockPerm = 0o644 // flock opens lock files read-only
 	}
+	c := &Cache{dir: abs, trust: tr, locks: store.NewLocks(filepath.Join(abs, stateDir, "locks"), lockPerm, 0)}
 	for _, sub := range []string{"locks", "tmp", "meta"} {
 		if err := c.mkdirs(filepath.Join(stateDir, sub)); err != nil {
 			return nil, fmt.Errorf("pluginc: open cache %s: %w", dir, err)

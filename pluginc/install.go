@@ -8,19 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
-
-	"github.com/gofrs/flock"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/store"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
-
-// lockRetry is how often a waiter retries a package flock held by another
-// process. flock has no portable blocking wait that honours a context.
-const lockRetry = 10 * time.Millisecond
 
 // pkgDir is the unpacked-layout path Terraform's filesystem_mirror reads.
 func (c *Cache) pkgDir(id PackageID) string {
@@ -43,9 +36,7 @@ func (c *Cache) metaPath(id PackageID) string {
 	return filepath.Join(c.dir, stateDir, "meta", id.Provider.Hostname, id.Provider.Namespace, id.Provider.Type, id.Version, id.Platform+".json")
 }
 
-func (c *Cache) lockPath(id PackageID) string {
-	return filepath.Join(c.dir, stateDir, "locks", pkgKey(id)+".lock")
-}
+func (c *Cache) lockPath(id PackageID) string { return c.locks.Path(pkgKey(id)) }
 
 // ensurePackage returns the package, installing it if it is absent and
 // reinstalling it if it no longer matches its install record. In a shared
@@ -154,24 +145,16 @@ func (c *Cache) check(id PackageID) entry {
 }
 
 // lockPackage takes the package's flock, waiting for another process
-// that holds it for as long as ctx allows.
-func (c *Cache) lockPackage(ctx context.Context, id PackageID) (*flock.Flock, error) {
-	lk := flock.New(c.lockPath(id), flock.SetPermissions(c.lockPerm))
-	ok, err := lk.TryLock()
+// that holds it for as long as ctx allows, and returns its release.
+func (c *Cache) lockPackage(ctx context.Context, id PackageID) (func(), error) {
+	unlock, err := c.locks.Lock(ctx, pkgKey(id), func() {
+		c.waits.Add(1)
+		c.log.Debug("waiting for another process installing the package", "provider", id.Provider.String(), "version", id.Version, "platform", id.Platform)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("lock package %s: %w", id, err)
 	}
-	if !ok {
-		c.waits.Add(1)
-		c.log.Debug("waiting for another process installing the package", "provider", id.Provider.String(), "version", id.Version, "platform", id.Platform)
-		if ok, err = lk.TryLockContext(ctx, lockRetry); !ok || err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("lock package %s: %w", id, err)
-		}
-	}
-	return lk, nil
+	return unlock, nil
 }
 
 // install takes the package's flock and installs the package unless
@@ -181,13 +164,11 @@ func (c *Cache) lockPackage(ctx context.Context, id PackageID) (*flock.Flock, er
 // never trusted. In a shared cache every entry found is verified against
 // its source (confirm).
 func (c *Cache) install(ctx context.Context, id PackageID) (installResult, error) {
-	lk, err := c.lockPackage(ctx, id)
+	unlock, err := c.lockPackage(ctx, id)
 	if err != nil {
 		return installResult{}, err
 	}
-	// The lock file itself is never removed: removing it would let two
-	// processes hold "the" lock on different inodes.
-	defer lk.Unlock()
+	defer unlock()
 
 	if pkg, ok := c.provenPackage(id); ok && c.trust.shared {
 		return installResult{pkg: pkg}, nil // another caller of this process verified it meanwhile
@@ -309,13 +290,13 @@ func sameFiles(now, verified treesum.Tree) string {
 // cache's own and lists files.
 func (c *Cache) reverify(id PackageID, e entry) entry {
 	dir := c.pkgDir(id)
-	now, err := recordDir(dir)
+	now, why, err := verifyFiles(dir, e.meta.Files)
 	if err != nil {
 		e.why = err.Error()
 		return e
 	}
-	if d := diffFiles(now, e.meta.Files, true); d != "" {
-		e.why = d
+	if why != "" {
+		e.why = why
 		return e
 	}
 	m := *e.meta
@@ -333,14 +314,14 @@ func (c *Cache) reverify(id PackageID, e entry) entry {
 // sees half of it), then removes it and its record. The caller holds the
 // package lock.
 func (c *Cache) discard(id PackageID) error {
-	aside := filepath.Join(c.dir, stateDir, "tmp", pkgKey(id)+"."+strconv.Itoa(os.Getpid())+"-damaged.d")
+	aside := filepath.Join(c.dir, stateDir, "tmp", store.TempPrefix(pkgKey(id))+"-damaged.d")
 	if err := os.Rename(c.pkgDir(id), aside); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	if err := os.Remove(c.metaPath(id)); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return os.RemoveAll(aside)
+	return store.RemoveAll(aside)
 }
 
 func (c *Cache) writeMeta(id PackageID, m *meta) error {
@@ -379,24 +360,21 @@ func (c *Cache) mkdirs(rel string) error {
 // Only the holder of the package flock creates them, so while we hold it
 // every one of them belongs to a process that died or gave up.
 func (c *Cache) sweep(id PackageID) {
-	tmp := filepath.Join(c.dir, stateDir, "tmp")
-	ents, err := os.ReadDir(tmp)
-	if err != nil {
-		return
-	}
-	prefix := pkgKey(id) + "."
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), prefix) {
-			c.log.Info("removing leftover of an interrupted install", "path", filepath.Join(tmp, e.Name()))
-			_ = os.RemoveAll(filepath.Join(tmp, e.Name()))
-		}
-	}
+	c.sweepKey(pkgKey(id))
 	// A writer killed while replacing the meta file leaves its temp file.
 	metaDir := filepath.Dir(c.metaPath(id))
 	leftovers, _ := filepath.Glob(filepath.Join(metaDir, atomicfile.TempPrefix+id.Platform+".json-*"))
 	for _, l := range leftovers {
 		_ = os.Remove(l)
 	}
+}
+
+// sweepKey removes the temp files and dirs of the package key names.
+// The caller holds its lock.
+func (c *Cache) sweepKey(key string) {
+	store.SweepKey(filepath.Join(c.dir, stateDir, "tmp"), key, func(p string, _ error) {
+		c.log.Info("removing leftover of an interrupted install", "path", p)
+	})
 }
 
 // download fetches, verifies, unpacks and renames the package into place.
@@ -442,7 +420,7 @@ func (c *Cache) fetchVerified(ctx context.Context, id PackageID) (*verifiedPacka
 	if err != nil {
 		return nil, installError(id, "", err)
 	}
-	base := filepath.Join(c.dir, stateDir, "tmp", pkgKey(id)+"."+strconv.Itoa(os.Getpid()))
+	base := filepath.Join(c.dir, stateDir, "tmp", store.TempPrefix(pkgKey(id)))
 	got := &verifiedPackage{zip: base + ".zip", dir: base + ".d"}
 	fail := func(url string, err error) (*verifiedPackage, error) {
 		got.cleanup()
@@ -501,11 +479,8 @@ func (c *Cache) place(id PackageID, got *verifiedPackage) (Package, error) {
 	if err := c.mkdirs(entryRel(id)); err != nil {
 		return Package{}, err
 	}
-	if err := os.Rename(got.dir, final); err != nil {
+	if err := store.Commit(got.dir, final); err != nil {
 		return Package{}, fmt.Errorf("move package into place: %w", err)
-	}
-	if err := atomicfile.SyncDir(filepath.Dir(final)); err != nil {
-		return Package{}, err
 	}
 	c.remember(id, &got.meta, true)
 	return got.meta.pkg(id, final), nil

@@ -107,11 +107,11 @@ func (c *Cache) matchLock(ctx context.Context, pkg Package, locked []string) (Pa
 		c.log.Info("cache entry matches none of the lock file's hashes by its files; verifying it against its source",
 			"dir", pkg.Dir, "h1", pr.h1)
 		res, _, err := c.installFlights.Do(ctx, pkgKey(id)+"#confirm", "another Ensure call", func() (installResult, error) {
-			lk, err := c.lockPackage(ctx, id)
+			unlock, err := c.lockPackage(ctx, id)
 			if err != nil {
 				return installResult{}, err
 			}
-			defer lk.Unlock()
+			defer unlock()
 			if pkg, ok := c.provenPackage(id); ok {
 				return installResult{pkg: pkg}, nil
 			}

@@ -48,9 +48,6 @@ func New(path string, perm os.FileMode, opts ...Option) (*File, error) {
 	return af, nil
 }
 
-// Path returns the target path the file will replace.
-func (f *File) Path() string { return f.path }
-
 // Cleanup closes and removes the temp file unless CloseAtomicallyReplace
 // already succeeded. It is meant to be deferred right after New.
 func (f *File) Cleanup() error {
