@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tfisolate/tfisolate/internal/flight"
+	"github.com/tfisolate/tfisolate/internal/store"
 )
 
 // stateDir holds the cache's bookkeeping inside the cache dir. Its name
@@ -57,6 +58,11 @@ type Package struct {
 	zipHash string // zh: of the zip this package came from, by its record or this process's own download; see matchLock for what counts
 }
 
+// id is the package's identity.
+func (p Package) id() PackageID {
+	return PackageID{Provider: p.Provider, Version: p.Version, Platform: p.Platform}
+}
+
 // Stats counts what a Cache did since Open.
 type Stats struct {
 	Downloads int64 // packages this process downloaded and installed, repairs included
@@ -77,7 +83,7 @@ type Stats struct {
 type Cache struct {
 	dir       string
 	trust     trust
-	lockPerm  os.FileMode // of package lock files
+	locks     *store.Locks // one per package, never deleted
 	sources   []Source
 	platforms []string
 	env       *fetchEnv
@@ -106,7 +112,13 @@ type Cache struct {
 // fetched once per Cache.
 type listing struct {
 	versions []*version.Version
-	from     map[string]int // version -> index of the first source that offers it
+	from     map[string]offer // version (normalized) -> the first source that offers it
+}
+
+// offer is a version as one source lists it.
+type offer struct {
+	source  int    // index in Cache.sources
+	spelled string // as the source spells it, for its Fetch
 }
 
 // Open opens (creating if needed: 0700, as every missing dir above it
@@ -158,10 +170,11 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 	if err := tr.checkRoot(abs); err != nil {
 		return nil, fmt.Errorf("pluginc: open cache %s: %w", dir, err)
 	}
-	c := &Cache{dir: abs, trust: tr, lockPerm: 0o600}
+	lockPerm := os.FileMode(0o600)
 	if tr.shared {
-		c.lockPerm = 0o644 // flock opens lock files read-only
+		lockPerm = 0o644 // flock opens lock files read-only
 	}
+	c := &Cache{dir: abs, trust: tr, locks: store.NewLocks(filepath.Join(abs, stateDir, "locks"), lockPerm, 0)}
 	for _, sub := range []string{"locks", "tmp", "meta"} {
 		if err := c.mkdirs(filepath.Join(stateDir, sub)); err != nil {
 			return nil, fmt.Errorf("pluginc: open cache %s: %w", dir, err)
@@ -252,12 +265,12 @@ func (c *Cache) Ensure(ctx context.Context, reqs ...Requirement) ([]Package, err
 			}
 			pkgs := make([]Package, len(c.platforms))
 			for j, plat := range c.platforms {
-				p, err := c.ensurePackage(gctx, r.Provider, v, plat)
+				p, err := c.ensurePackage(gctx, PackageID{Provider: r.Provider, Version: v.String(), Platform: plat})
 				if err != nil {
 					return err
 				}
 				if len(r.LockedHashes) > 0 {
-					if p, err = c.matchLock(gctx, p, v, r.LockedHashes); err != nil {
+					if p, err = c.matchLock(gctx, p, r.LockedHashes); err != nil {
 						return err
 					}
 				}
@@ -302,10 +315,10 @@ func (c *Cache) listing(ctx context.Context, p Provider) (*listing, error) {
 
 // list asks every source for the versions of p.
 func (c *Cache) list(ctx context.Context, p Provider) (*listing, error) {
-	l := &listing{from: map[string]int{}}
+	l := &listing{from: map[string]offer{}}
 	var errs []error
 	for i, s := range c.sources {
-		vs, err := s.versions(ctx, c.env, p)
+		vs, err := s.Versions(withEnv(ctx, c.env), p)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -316,9 +329,14 @@ func (c *Cache) list(ctx context.Context, p Provider) (*listing, error) {
 			errs = append(errs, fmt.Errorf("list versions of %s from %s: %w", p, s, err))
 			continue
 		}
-		for _, v := range vs {
+		for _, spelled := range vs {
+			v, err := parseVersion(spelled)
+			if err != nil {
+				c.log.Warn("source lists an invalid version; ignoring it", "source", s.String(), "provider", p.String(), "version", spelled)
+				continue
+			}
 			if _, dup := l.from[v.String()]; !dup {
-				l.from[v.String()] = i
+				l.from[v.String()] = offer{source: i, spelled: spelled}
 				l.versions = append(l.versions, v)
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/tfisolate/tfisolate/cliconfig"
 )
 
 // CLIConfig returns a Terraform CLI configuration that installs every
@@ -49,7 +51,7 @@ func (c *Cache) CLIConfig() []byte {
 }
 
 // CLIConfigFor returns the CLI configuration to hand Terraform in place of
-// the user's own file (see ReadCLIConfig): TF_CLI_CONFIG_FILE replaces
+// the user's own file (see cliconfig.Read and cliconfig.Find): TF_CLI_CONFIG_FILE replaces
 // the user's file rather than adding to it, so what the user's terraform
 // would have read must be in it. With a nil user it is CLIConfig().
 //
@@ -74,7 +76,7 @@ func (c *Cache) CLIConfig() []byte {
 // The result is JSON, like CLIConfig, so any path and any string survive
 // exactly; Terraform reads JSON CLI configs with the same HCL 1 parser.
 // Call it after Ensure so the providers are present.
-func (c *Cache) CLIConfigFor(user *CLIConfigFile) []byte {
+func (c *Cache) CLIConfigFor(user *cliconfig.File) []byte {
 	if user == nil {
 		return c.CLIConfig()
 	}

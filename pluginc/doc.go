@@ -7,17 +7,20 @@
 // write). Providers come from the sources given to WithSource, tried in
 // order: Registry (the provider registry protocol with service discovery
 // and TF_TOKEN_<host> credentials), NetworkMirror and FilesystemMirror
-// (Terraform's packed and unpacked layouts).
+// (Terraform's packed and unpacked layouts), or a caller's own Source (a
+// host's artifact store): Source is a small public interface (Versions,
+// Fetch of a PackageID into a temp file) that the built-in sources
+// implement like any other.
 //
-// The user's own CLI config: ReadCLIConfig reads it as Terraform does
-// (HCL 1 or JSON); CLIConfigFor(file) is CLIConfig with the user's
+// The user's own CLI config: package cliconfig finds and reads it as
+// Terraform does (HCL 1 or JSON); CLIConfigFor(file) is CLIConfig with the user's
 // credentials, credentials helper, host blocks and other settings passed
 // through, since TF_CLI_CONFIG_FILE replaces the user's file; the
 // providers the cache lacks are installed as the user's
 // provider_installation says. WithCLIConfig(file) gives the cache's own
 // requests the file's credentials blocks (after TF_TOKEN_<host>
 // variables, as in Terraform) and host blocks; a credentials helper is
-// left to Terraform. file.Sources() turns the file's provider_installation
+// left to Terraform. SourcesFrom(file) turns the file's provider_installation
 // (mirrors, direct, include and exclude patterns) into the cache's
 // sources, for a caller that wants the cache to install the way the user's
 // Terraform would.
@@ -97,14 +100,21 @@
 //     bounded by WithConnectTimeout (default 30s), the wait for response
 //     headers once connected by WithHeaderTimeout (60s), and a response
 //     body that delivers no byte for WithBodyIdleTimeout (60s) is cut (a
-//     slow body that keeps moving never is). Such errors wrap ErrDownload
-//     and ErrTimeout and name the URL and the timeout. Connection errors,
-//     timeouts, bodies cut short, 429 and 5xx other than 501 are retried
-//     (WithRetries, default 4) with exponential backoff from 1s to 30s
-//     (WithRetryWait); a Retry-After on a 429 or 503 is honoured, and one
-//     longer than the backoff maximum fails the request at once, saying
-//     how long the server asked for. Other statuses are not retried.
-//     Retries are logged (Info) and counted in Stats.Retries. Waiting for
+//     slow body that keeps moving never is); an attempt at a small
+//     document (discovery, version lists, SHA256SUMS) must end within
+//     WithMetadataTimeout (10s, as Terraform's registry client). Such
+//     errors wrap ErrDownload and ErrTimeout and name the URL and the
+//     timeout. Connection errors, timeouts, bodies cut short, 429 and 5xx
+//     other than 501 are retried (WithRetries, default 4) with exponential
+//     backoff from 1s to 30s (WithRetryWait); a Retry-After on a 429 or
+//     503 is honoured, and one longer than the backoff maximum fails the
+//     request at once, saying how long the server asked for. Other
+//     statuses are not retried. The whole request, retries and waits
+//     included, is bounded by WithRequestTimeout (2m); only a package
+//     body that keeps arriving may outlast it. A request given up on
+//     after retries or at that bound is a *RequestError saying how many
+//     attempts over how long. Retries are logged (Info) and counted in
+//     Stats.Retries. Waiting for
 //     another process's package lock is bounded by the caller's context;
 //     what the holder does under it is bounded by these same limits.
 //   - Credentials stay at their origin, encrypted. A host's token
@@ -138,8 +148,8 @@
 //     each other's packages. Terraform gets the cache as a read-only
 //     filesystem_mirror instead and never writes to it.
 //   - A CLI config file Terraform would refuse is refused by name:
-//     ReadCLIConfig's errors (*CLIConfigError, ErrInvalidCLIConfig) name
-//     the file and the line.
+//     cliconfig's errors (*cliconfig.Error, ErrInvalidCLIConfig) and
+//     SourcesFrom's name the file and the line.
 //   - Lock file hashes are SCHEME:VALUE in printable ASCII, as Terraform
 //     writes them: ParseLockFile refuses anything else by name, and
 //     LockFile leaves such strings out, so its output always parses back

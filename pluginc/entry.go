@@ -91,20 +91,24 @@ func quickCheck(dir string, m *meta) string {
 	return changes.Describe(installWords)
 }
 
-// diffFiles says how the paths in now differ from the recorded ones by
-// name, type, size, mode and (if hashes) content, or "" when they do not.
-// Stamps are not compared. Against a record from before directories were
-// recorded, directories found now are not differences.
-func diffFiles(now, rec treesum.Tree, hashes bool) string {
+// verifyFiles reads and hashes every file of dir and says how it differs
+// from the install record rec by name, type, size, mode and content, or
+// "" when it does not; now is the tree as it is, the record to keep.
+// Stamps are not compared. Against a record from before directories
+// were recorded, directories found now are not differences.
+func verifyFiles(dir string, rec treesum.Tree) (now treesum.Tree, why string, err error) {
+	now, cs, err := treesum.Verify(dir, rec)
+	if err != nil {
+		return nil, "", err
+	}
 	old := beforeDirs(rec)
-	cs := slices.DeleteFunc(treesum.Compare(rec, now), func(c treesum.Change) bool {
-		return (c.Kind == treesum.ContentChanged && !hashes) ||
-			(c.Kind == treesum.Added && c.Found.Mode.IsDir() && old)
+	cs = slices.DeleteFunc(cs, func(c treesum.Change) bool {
+		return c.Kind == treesum.Added && c.Found.Mode.IsDir() && old
 	})
 	if !cs.Damaged() {
-		return ""
+		return now, "", nil
 	}
-	return cs.Describe(installWords)
+	return now, cs.Describe(installWords), nil
 }
 
 // beforeDirs reports whether files is a record written before directories

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"time"
+
+	"github.com/tfisolate/tfisolate/cliconfig"
 )
 
 // Sentinel errors. Every error returned by this package that has one of
@@ -29,8 +32,9 @@ var (
 	// ErrDownload: an HTTP error, a truncated body or a malformed response.
 	ErrDownload = errors.New("download failed")
 	// ErrTimeout: a request made no progress within one of the cache's
-	// timeouts (connect, response headers, body idle). It comes wrapped
-	// with ErrDownload, in an error naming the URL and the timeout.
+	// timeouts (connect, response headers, body idle, metadata), or ran
+	// out of its request timeout. It comes wrapped with ErrDownload, in
+	// an error naming the URL and the timeout.
 	ErrTimeout = errors.New("timed out")
 	// ErrBadPackage: a package archive that cannot be unpacked safely.
 	ErrBadPackage = errors.New("bad package archive")
@@ -41,9 +45,10 @@ var (
 	// ErrInvalidLockFile: a dependency lock file that cannot be parsed.
 	ErrInvalidLockFile = errors.New("invalid lock file")
 	// ErrInvalidCLIConfig: a CLI config file that Terraform would refuse,
-	// or a provider_installation the cache cannot follow. It comes in a
-	// *CLIConfigError naming the file and the line.
-	ErrInvalidCLIConfig = errors.New("invalid CLI config")
+	// or a provider_installation the cache cannot follow. It is
+	// cliconfig.ErrInvalid, and comes in a *cliconfig.Error naming the
+	// file and the line.
+	ErrInvalidCLIConfig = cliconfig.ErrInvalid
 	// ErrUnsafePath: the cache root, a directory above it or a directory
 	// in it that someone other than the effective user or root owns or
 	// can write to (see Open and WithSharedGroup). It comes in an
@@ -77,6 +82,40 @@ func (e *UnsafePathError) Error() string {
 // Unwrap returns ErrUnsafePath.
 func (e *UnsafePathError) Unwrap() error { return ErrUnsafePath }
 
+// RequestError is a request the cache gave up on after more than one
+// attempt, or because its request timeout (WithRequestTimeout) ran out:
+// it says how many attempts were made over how long. It wraps the last
+// attempt's error, and ErrTimeout when the request timeout ran out.
+type RequestError struct {
+	URL      string
+	Attempts int
+	Elapsed  time.Duration // from the first attempt to giving up
+	Timeout  time.Duration // the request timeout that ran out; 0 if it did not
+	Err      error         // the last attempt's error
+}
+
+// Error is the last attempt's error followed by how many attempts were
+// made over how long, and the request timeout if it ran out.
+func (e *RequestError) Error() string {
+	s := fmt.Sprintf("%v (gave up after %d attempts in %s", e.Err, e.Attempts, e.Elapsed.Round(time.Millisecond))
+	if e.Attempts == 1 {
+		s = fmt.Sprintf("%v (gave up after 1 attempt in %s", e.Err, e.Elapsed.Round(time.Millisecond))
+	}
+	if e.Timeout > 0 {
+		s += fmt.Sprintf(": the request timeout %s is spent", e.Timeout)
+	}
+	return s + ")"
+}
+
+// Unwrap returns the last attempt's error, and ErrTimeout when the
+// request timeout ran out.
+func (e *RequestError) Unwrap() []error {
+	if e.Timeout > 0 {
+		return []error{e.Err, ErrTimeout}
+	}
+	return []error{e.Err}
+}
+
 // InstallError says which package failed to install and from where. It
 // wraps the cause (one of the sentinels above, or a context error).
 type InstallError struct {
@@ -98,26 +137,3 @@ func (e *InstallError) Error() string {
 
 // Unwrap returns the cause.
 func (e *InstallError) Unwrap() error { return e.Err }
-
-// CLIConfigError says which CLI config file, and which line of it, a
-// problem is in (Line is 0 when it cannot be told). It wraps
-// ErrInvalidCLIConfig.
-type CLIConfigError struct {
-	Path string
-	Line int
-	Msg  string
-}
-
-// Error names the file, the line and the problem.
-func (e *CLIConfigError) Error() string {
-	if e.Path == "" { // a CLIConfigFile built in code
-		return fmt.Sprintf("%s: %s", ErrInvalidCLIConfig, e.Msg)
-	}
-	if e.Line > 0 {
-		return fmt.Sprintf("%s %s, line %d: %s", ErrInvalidCLIConfig, e.Path, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s %s: %s", ErrInvalidCLIConfig, e.Path, e.Msg)
-}
-
-// Unwrap returns ErrInvalidCLIConfig.
-func (e *CLIConfigError) Unwrap() error { return ErrInvalidCLIConfig }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tfisolate/tfisolate/cliconfig"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
 
@@ -117,7 +118,7 @@ plugin_cache_dir = "/home/me/.terraform.d/plugin-cache"
 	if err != nil {
 		log.Fatal(err)
 	}
-	user, err := pluginc.ReadCLIConfig(rc)
+	user, err := cliconfig.Read(rc)
 	if err != nil {
 		log.Fatal(err)
 	}

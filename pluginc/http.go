@@ -37,6 +37,28 @@ type fetchEnv struct {
 	testHookWriter func(io.Writer) io.Writer
 }
 
+// envKey is the context key under which a Cache hands its fetchEnv to
+// the built-in sources, which implement the public Source interface like
+// any caller's and so get nothing else from the cache.
+type envKey struct{}
+
+// withEnv returns ctx carrying env for the built-in sources.
+func withEnv(ctx context.Context, env *fetchEnv) context.Context {
+	return context.WithValue(ctx, envKey{}, env)
+}
+
+// envFrom returns the fetchEnv of the Cache that ctx comes from, or one
+// with the default client and limits for a built-in source used on its
+// own (or inside a caller's Source that started a context of its own).
+func envFrom(ctx context.Context) *fetchEnv {
+	if e, ok := ctx.Value(envKey{}).(*fetchEnv); ok {
+		return e
+	}
+	cfg := defaultConfig()
+	return &fetchEnv{client: withSafeRedirects(http.DefaultClient), log: slog.New(slog.DiscardHandler),
+		env: os.LookupEnv, lim: cfg.net, retries: new(atomic.Int64)}
+}
+
 func (e *fetchEnv) writer(w io.Writer) io.Writer {
 	if e != nil && e.testHookWriter != nil {
 		return e.testHookWriter(w)
@@ -48,7 +70,7 @@ func (e *fetchEnv) writer(w io.Writer) io.Writer {
 // response over the document limit is an error, never silently cut.
 func (e *fetchEnv) getSmall(ctx context.Context, url, token string) ([]byte, error) {
 	var b []byte
-	err := e.get(ctx, url, token, func(body io.Reader, _ int64) error {
+	err := e.get(ctx, url, token, true, func(body io.Reader, _ int64) error {
 		var err error
 		b, err = io.ReadAll(io.LimitReader(body, e.lim.maxDoc+1))
 		if err != nil {
@@ -68,7 +90,7 @@ func (e *fetchEnv) getSmall(ctx context.Context, url, token string) ([]byte, err
 func (e *fetchEnv) download(ctx context.Context, url, token string, dst *os.File) (int64, string, error) {
 	var n int64
 	var sum string
-	err := e.get(ctx, url, token, func(body io.Reader, length int64) error {
+	err := e.get(ctx, url, token, false, func(body io.Reader, length int64) error {
 		if err := dst.Truncate(0); err != nil {
 			return err
 		}
@@ -126,22 +148,36 @@ func (r *writeRecorder) Write(p []byte) (int, error) {
 
 // get performs GET url and hands a 200 response's body (and its announced
 // length, -1 if unknown) to consume. Every attempt runs under the connect,
-// header and body-idle timeouts; connection errors, timeouts, bodies cut
-// short, 429 and 5xx (but 501) are retried with backoff, honouring
-// Retry-After. consume may be called once per attempt and must start
-// over each time. Errors name the URL and wrap ErrDownload (ErrNotFound
-// for a 404), and ErrTimeout when a timeout was the cause.
-func (e *fetchEnv) get(ctx context.Context, url, token string, consume func(body io.Reader, length int64) error) error {
+// header and body-idle timeouts, and a small document's attempt (small)
+// also under the metadata timeout from start to end of body; connection
+// errors, timeouts, bodies cut short, 429 and 5xx (but 501) are retried
+// with backoff, honouring Retry-After. The whole request, retries and
+// waits included, is bounded by the request timeout: no attempt starts
+// or waits for headers past it, and a small document's body is cut by
+// it too; only a package body that keeps arriving (bounded by the idle
+// timeout) may run past it, so a slow but healthy download of a large
+// provider is never killed. consume may be called once per attempt and
+// must start over each time. Errors name the URL and wrap ErrDownload
+// (ErrNotFound for a 404), and ErrTimeout when a timeout was the cause;
+// after more than one attempt, or when the request timeout ran out, the
+// error is a *RequestError saying how many attempts over how long.
+func (e *fetchEnv) get(ctx context.Context, url, token string, small bool, consume func(body io.Reader, length int64) error) error {
+	start := time.Now()
+	deadline := start.Add(e.lim.request)
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		resp, body, err := e.attempt(ctx, url, token)
+		resp, body, err := e.attempt(ctx, url, token, deadline, small)
 		var retry bool
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			var te *timeoutError
+			if errors.As(err, &te) && te.spent {
+				return e.gaveUp(url, attempt+1, start, fmt.Errorf("%w: GET %s: %w", ErrDownload, url, err), true)
 			}
 			retry, _ = retryablehttp.DefaultRetryPolicy(ctx, nil, err)
 			if errors.Is(err, errInsecureRedirect) {
@@ -166,19 +202,25 @@ func (e *fetchEnv) get(ctx context.Context, url, token string, consume func(body
 			if body.readErr == nil {
 				return err
 			}
+			var te *timeoutError
+			if errors.As(body.readErr, &te) && te.spent {
+				return e.gaveUp(url, attempt+1, start, err, true)
+			}
 			retry = true
 		}
 		if !retry || attempt >= e.lim.retries {
-			if attempt > 0 {
-				err = fmt.Errorf("%w (gave up after %d attempts)", err, attempt+1)
-			}
-			return err
+			return e.gaveUp(url, attempt+1, start, err, false)
 		}
 		wait := retryablehttp.DefaultBackoff(e.lim.waitMin, e.lim.waitMax, attempt, resp)
 		if wait > e.lim.waitMax {
 			// Only Retry-After goes past the cap: the server wants more
 			// patience than we were given.
 			return fmt.Errorf("%w (the server asks to retry after %s, longer than the retry wait limit %s)", err, wait, e.lim.waitMax)
+		}
+		if !time.Now().Add(wait).Before(deadline) {
+			// Waiting would spend what is left of the request's time
+			// before the next attempt could even start.
+			return e.gaveUp(url, attempt+1, start, err, true)
 		}
 		e.retries.Add(1)
 		e.log.Info("retrying request", "url", url, "attempt", attempt+2, "wait", wait, "error", err.Error())
@@ -190,6 +232,21 @@ func (e *fetchEnv) get(ctx context.Context, url, token string, consume func(body
 		case <-t.C:
 		}
 	}
+}
+
+// gaveUp returns err, the last attempt's error, as the request's: in a
+// *RequestError when there was more than one attempt or the request
+// timeout ran out (spent), so the caller learns how long and how often
+// the cache tried.
+func (e *fetchEnv) gaveUp(url string, attempts int, start time.Time, err error, spent bool) error {
+	if attempts == 1 && !spent {
+		return err
+	}
+	re := &RequestError{URL: url, Attempts: attempts, Elapsed: time.Since(start), Err: err}
+	if spent {
+		re.Timeout = e.lim.request
+	}
+	return re
 }
 
 // statusError describes a non-200 response. It reads a little of the body
@@ -206,11 +263,19 @@ func statusError(url string, resp *http.Response) error {
 	return fmt.Errorf("%w: GET %s: %s%s", ErrDownload, url, resp.Status, msg)
 }
 
-// attempt sends one GET under a watchdog. On success the caller must
-// close the returned body, which also releases the watchdog.
-func (e *fetchEnv) attempt(ctx context.Context, url, token string) (*http.Response, *watchedBody, error) {
+// attempt sends one GET under a watchdog that also ends it at deadline
+// (the request's bound), or, for a small document, at the metadata
+// timeout if that comes first. On success the caller must close the
+// returned body, which also releases the watchdog.
+func (e *fetchEnv) attempt(ctx context.Context, url, token string, deadline time.Time, small bool) (*http.Response, *watchedBody, error) {
 	actx, cancel := context.WithCancelCause(ctx)
-	w := newWatchdog(e.lim, cancel)
+	end := hardEnd{at: deadline, spent: true, body: small,
+		msg: fmt.Sprintf("the request timeout %s is spent", e.lim.request)}
+	if meta := time.Now().Add(e.lim.meta); small && meta.Before(deadline) {
+		end = hardEnd{at: meta, body: true,
+			msg: fmt.Sprintf("no complete response within the metadata timeout %s", e.lim.meta)}
+	}
+	w := newWatchdog(e.lim, end, cancel)
 	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
 		GetConn: func(string) { w.phase(phaseConnect) },
 		GotConn: func(httptrace.GotConnInfo) { w.phase(phaseHeaders) },
@@ -239,6 +304,15 @@ func (e *fetchEnv) attempt(ctx context.Context, url, token string) (*http.Respon
 			return nil, nil, cause
 		}
 		return nil, nil, err
+	}
+	if cause := context.Cause(actx); cause != nil {
+		// Cut before Do returned: Go's transport may still hand over a
+		// response that came after the cut, such as the empty one a
+		// server sends when its handler sees the client leave. It is
+		// not the server's answer.
+		resp.Body.Close()
+		w.stop()
+		return nil, nil, cause
 	}
 	w.phase(phaseBody)
 	return resp, &watchedBody{rc: resp.Body, w: w, actx: actx}, nil
@@ -309,8 +383,12 @@ func hostPort(u *url.URL) (string, string) {
 	return h.String(), port
 }
 
-// timeoutError says which timeout expired.
-type timeoutError struct{ msg string }
+// timeoutError says which timeout expired; spent marks the request
+// timeout, after which no attempt follows.
+type timeoutError struct {
+	msg   string
+	spent bool
+}
 
 func (e *timeoutError) Error() string { return e.msg }
 func (e *timeoutError) Unwrap() error { return ErrTimeout }
@@ -325,11 +403,24 @@ const (
 	phaseDone
 )
 
+// hardEnd is a time an attempt must end by whatever its progress: the
+// request's bound or a small document's metadata timeout. body says
+// whether it also cuts the response body; spent, that it is the
+// request's bound.
+type hardEnd struct {
+	at    time.Time
+	msg   string
+	body  bool
+	spent bool
+}
+
 // watchdog cancels an attempt whose current phase makes no progress in
-// time. It works whatever http.Client the caller gave us: a client with no
-// timeouts of its own still cannot hang the cache.
+// time, or that reaches its hard end. It works whatever http.Client the
+// caller gave us: a client with no timeouts of its own still cannot hang
+// the cache.
 type watchdog struct {
 	lim    netLimits
+	end    hardEnd
 	cancel context.CancelCauseFunc
 
 	mu       sync.Mutex
@@ -340,16 +431,33 @@ type watchdog struct {
 	n        int64     // body bytes so far
 }
 
-func newWatchdog(lim netLimits, cancel context.CancelCauseFunc) *watchdog {
-	w := &watchdog{lim: lim, cancel: cancel, ph: phaseStart}
+func newWatchdog(lim netLimits, end hardEnd, cancel context.CancelCauseFunc) *watchdog {
+	w := &watchdog{lim: lim, end: end, cancel: cancel, ph: phaseStart}
 	// A transport that reports no trace events is still bounded: by both
 	// timeouts together until the headers arrive.
-	d := lim.connect + lim.header
+	now := time.Now()
 	w.mu.Lock()
-	w.deadline = time.Now().Add(d)
-	w.t = time.AfterFunc(d, w.check)
+	w.deadline = now.Add(lim.connect + lim.header)
+	d, _ := w.due()
+	w.t = time.AfterFunc(d.Sub(now), w.check)
 	w.mu.Unlock()
 	return w
+}
+
+// due returns when the current phase must end, and whether that is the
+// hard end. The caller holds mu.
+func (w *watchdog) due() (time.Time, bool) {
+	due := w.deadline
+	if w.ph == phaseBody {
+		due = w.last.Add(w.lim.idle)
+		if !w.end.body {
+			return due, false
+		}
+	}
+	if w.end.at.Before(due) {
+		return w.end.at, true
+	}
+	return due, false
 }
 
 // phase moves the watchdog to p and restarts its clock.
@@ -372,7 +480,8 @@ func (w *watchdog) phase(p phase) {
 		w.last = now
 	}
 	w.deadline = now.Add(d)
-	w.t.Reset(d)
+	due, _ := w.due()
+	w.t.Reset(due.Sub(now))
 }
 
 // progress records n body bytes read.
@@ -392,27 +501,26 @@ func (w *watchdog) check() {
 		return
 	}
 	now := time.Now()
-	due := w.deadline
-	if w.ph == phaseBody {
-		due = w.last.Add(w.lim.idle)
-	}
+	due, hard := w.due()
 	if now.Before(due) {
 		w.t.Reset(due.Sub(now))
 		return
 	}
 	var msg string
-	switch w.ph {
-	case phaseStart:
+	switch {
+	case hard:
+		msg = w.end.msg
+	case w.ph == phaseStart:
 		msg = fmt.Sprintf("no response headers within %s", w.lim.connect+w.lim.header)
-	case phaseConnect:
+	case w.ph == phaseConnect:
 		msg = fmt.Sprintf("no connection within the connect timeout %s", w.lim.connect)
-	case phaseHeaders:
+	case w.ph == phaseHeaders:
 		msg = fmt.Sprintf("no response headers within the header timeout %s", w.lim.header)
-	case phaseBody:
+	case w.ph == phaseBody:
 		msg = fmt.Sprintf("body stalled: no data for the idle timeout %s after %d bytes", w.lim.idle, w.n)
 	}
 	w.ph = phaseDone
-	w.cancel(&timeoutError{msg: msg})
+	w.cancel(&timeoutError{msg: msg, spent: hard && w.end.spent})
 }
 
 // stop ends the watchdog and releases the attempt's context.

@@ -2,9 +2,11 @@ package pluginc
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +96,91 @@ func TestStalledServer(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
+}
+
+// TestRequestTimeout: the request timeout bounds a whole request,
+// retries and waits included (issue 17 item 4). A mirror that accepts
+// connections and then never answers, asked with more retries than the
+// bound allows, ends with a *RequestError that says how many attempts
+// over how long and that the request timeout is spent; so does a package
+// download whose headers never come. A package body that is arriving is
+// not cut by it: a download held mid-body for twice the bound still
+// completes, in one attempt.
+func TestRequestTimeout(t *testing.T) {
+	const bound = 2 * time.Second
+	// A safety net only: the request timeout must end every request
+	// first, which each subtest checks.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	many := []Option{WithRequestTimeout(bound), WithRetries(1000), WithRetryWait(time.Millisecond, 10*time.Millisecond)}
+	requireSpent := func(t *testing.T, err error) *RequestError {
+		t.Helper()
+		require.NoError(t, ctx.Err(), "the request timeout, not the test's safety net, ended the request")
+		require.ErrorIs(t, err, ErrTimeout)
+		require.ErrorIs(t, err, ErrDownload)
+		var re *RequestError
+		require.ErrorAs(t, err, &re)
+		require.Equal(t, bound, re.Timeout)
+		require.Greater(t, re.Attempts, 1, "retried until the bound")
+		require.Positive(t, re.Elapsed)
+		require.ErrorContains(t, err, fmt.Sprintf("(gave up after %d attempts in %s: the request timeout 2s is spent)", re.Attempts, re.Elapsed.Round(time.Millisecond)))
+		return re
+	}
+
+	t.Run("stalled mirror", func(t *testing.T) {
+		release := make(chan struct{})
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select { // never answers while the test runs
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		t.Cleanup(srv.Close)
+		t.Cleanup(func() { close(release) }) // before srv.Close, which waits for handlers
+		c, err := Open(t.TempDir(), append(many, WithSource(NetworkMirror(srv.URL+"/")), WithHTTPClient(srv.Client()),
+			WithMetadataTimeout(100*time.Millisecond))...)
+		require.NoError(t, err)
+		p := testProvider(t)
+		_, err = c.Ensure(ctx, Requirement{Provider: p})
+		re := requireSpent(t, err)
+		require.Equal(t, srv.URL+"/"+p.Hostname+"/"+p.Namespace+"/"+p.Type+"/index.json", re.URL)
+		require.Equal(t, int64(re.Attempts-1), c.Stats().Retries)
+	})
+
+	t.Run("stalled download", func(t *testing.T) {
+		f := startRegistry(t, 0, []string{"1.0.0"})
+		f.srv.SetFault(testregistry.FaultStallHeaders)
+		c := f.open(t, t.TempDir(), append(many, WithHeaderTimeout(bound/4))...)
+		_, err := c.Ensure(ctx, Requirement{Provider: f.p})
+		re := requireSpent(t, err)
+		require.True(t, strings.HasSuffix(re.URL, ".zip"), re.URL)
+		require.Equal(t, re.Attempts, f.srv.Downloads(f.key("1.0.0")))
+		requireEmptyCache(t, c)
+	})
+
+	t.Run("slow download is not cut", func(t *testing.T) {
+		f := startRegistry(t, 0, []string{"1.0.0"})
+		gate := f.srv.Hold()
+		c := f.open(t, t.TempDir(), many...)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.Ensure(ctx, Requirement{Provider: f.p})
+			errc <- err
+		}()
+		<-gate.Started()
+		// Not a synchronisation: the body must be under way for longer
+		// than the bound before it may go on.
+		held := time.NewTimer(2 * bound)
+		select {
+		case <-held.C:
+		case err := <-errc:
+			t.Fatalf("the download ended while held mid-body: %v", err)
+		}
+		gate.Release()
+		require.NoError(t, <-errc)
+		require.Equal(t, 1, f.srv.Downloads(f.key("1.0.0")), "one attempt, never cut")
+		require.Zero(t, c.Stats().Retries)
+	})
 }
 
 // TestConnectTimeout: a server that accepts connections but never
@@ -228,6 +315,8 @@ func TestOptionErrors(t *testing.T) {
 		{WithConnectTimeout(0), "WithConnectTimeout"},
 		{WithHeaderTimeout(-time.Second), "WithHeaderTimeout"},
 		{WithBodyIdleTimeout(0), "WithBodyIdleTimeout"},
+		{WithMetadataTimeout(0), "WithMetadataTimeout"},
+		{WithRequestTimeout(-time.Second), "WithRequestTimeout"},
 		{WithRetries(-1), "WithRetries"},
 		{WithRetryWait(0, time.Second), "WithRetryWait"},
 		{WithRetryWait(time.Second, time.Millisecond), "WithRetryWait"},

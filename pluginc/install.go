@@ -8,58 +8,48 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
-
-	"github.com/gofrs/flock"
-	"github.com/hashicorp/go-version"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/store"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
-// lockRetry is how often a waiter retries a package flock held by another
-// process. flock has no portable blocking wait that honours a context.
-const lockRetry = 10 * time.Millisecond
-
 // pkgDir is the unpacked-layout path Terraform's filesystem_mirror reads.
-func (c *Cache) pkgDir(p Provider, v *version.Version, plat string) string {
-	return filepath.Join(c.dir, p.Hostname, p.Namespace, p.Type, v.String(), plat)
+func (c *Cache) pkgDir(id PackageID) string {
+	return filepath.Join(c.dir, id.Provider.Hostname, id.Provider.Namespace, id.Provider.Type, id.Version, id.Platform)
 }
 
 // pkgKey names a package in the state dir; it is also the prefix of its
 // temp files, so a lock holder can find the leftovers of dead processes.
-func pkgKey(p Provider, v *version.Version, plat string) string {
-	return strings.Join([]string{p.Hostname, p.Namespace, p.Type, v.String(), plat}, "_")
+func pkgKey(id PackageID) string {
+	return strings.Join([]string{id.Provider.Hostname, id.Provider.Namespace, id.Provider.Type, id.Version, id.Platform}, "_")
 }
 
 // entryRel is the dir, relative to the cache root, that holds the
 // package dirs of p at v (one per platform).
-func entryRel(p Provider, v *version.Version) string {
-	return filepath.Join(p.Hostname, p.Namespace, p.Type, v.String())
+func entryRel(id PackageID) string {
+	return filepath.Join(id.Provider.Hostname, id.Provider.Namespace, id.Provider.Type, id.Version)
 }
 
-func (c *Cache) metaPath(p Provider, v *version.Version, plat string) string {
-	return filepath.Join(c.dir, stateDir, "meta", p.Hostname, p.Namespace, p.Type, v.String(), plat+".json")
+func (c *Cache) metaPath(id PackageID) string {
+	return filepath.Join(c.dir, stateDir, "meta", id.Provider.Hostname, id.Provider.Namespace, id.Provider.Type, id.Version, id.Platform+".json")
 }
 
-func (c *Cache) lockPath(p Provider, v *version.Version, plat string) string {
-	return filepath.Join(c.dir, stateDir, "locks", pkgKey(p, v, plat)+".lock")
-}
+func (c *Cache) lockPath(id PackageID) string { return c.locks.Path(pkgKey(id)) }
 
 // ensurePackage returns the package, installing it if it is absent and
 // reinstalling it if it no longer matches its install record. In a shared
 // cache (WithSharedGroup) no record is believed: an entry is used only
 // once this process has verified it against its source.
-func (c *Cache) ensurePackage(ctx context.Context, p Provider, v *version.Version, plat string) (Package, error) {
+func (c *Cache) ensurePackage(ctx context.Context, id PackageID) (Package, error) {
 	if c.trust.shared {
-		if pkg, ok := c.provenPackage(p, v, plat); ok {
+		if pkg, ok := c.provenPackage(id); ok {
 			c.hits.Add(1)
 			return pkg, nil
 		}
 	} else {
-		e := c.check(p, v, plat)
+		e := c.check(id)
 		if e.err != nil {
 			return Package{}, e.err
 		}
@@ -71,8 +61,8 @@ func (c *Cache) ensurePackage(ctx context.Context, p Provider, v *version.Versio
 	// One install per package in this process: the leader installs in its
 	// own goroutine, so nothing outlives this call; the others wait with
 	// their own context and get its result.
-	res, leader, err := c.installFlights.Do(ctx, pkgKey(p, v, plat), "another Ensure call", func() (installResult, error) {
-		return c.install(ctx, p, v, plat)
+	res, leader, err := c.installFlights.Do(ctx, pkgKey(id), "another Ensure call", func() (installResult, error) {
+		return c.install(ctx, id)
 	})
 	if err != nil {
 		return Package{}, err
@@ -113,12 +103,12 @@ type entry struct {
 // the entry and to its record must pass the cache's ownership rules
 // (entry.err otherwise); a record, or an entry dir, that the effective
 // user or root did not write is no record (entryNoRecord: refilled).
-func (c *Cache) check(p Provider, v *version.Version, plat string) entry {
-	dir := c.pkgDir(p, v, plat)
-	if err := c.checkInside(entryRel(p, v)); err != nil {
+func (c *Cache) check(id PackageID) entry {
+	dir := c.pkgDir(id)
+	if err := c.checkInside(entryRel(id)); err != nil {
 		return entry{err: err}
 	}
-	if err := c.checkInside(filepath.Join(stateDir, "meta", entryRel(p, v))); err != nil {
+	if err := c.checkInside(filepath.Join(stateDir, "meta", entryRel(id))); err != nil {
 		return entry{err: err}
 	}
 	fi, err := os.Lstat(dir)
@@ -131,7 +121,7 @@ func (c *Cache) check(p Provider, v *version.Version, plat string) entry {
 	if why := c.trust.foreignWhy(fi); why != "" {
 		return entry{state: entryNoRecord, why: "the package dir " + why}
 	}
-	mp := c.metaPath(p, v, plat)
+	mp := c.metaPath(id)
 	if mfi, err := os.Lstat(mp); err == nil {
 		if why := c.trust.foreignWhy(mfi); why != "" {
 			return entry{state: entryNoRecord, why: "its install record " + why}
@@ -147,7 +137,7 @@ func (c *Cache) check(p Provider, v *version.Version, plat string) entry {
 		return entry{state: entryNoRecord, why: "its install record lists no files"}
 	}
 	e := entry{state: entryOK, meta: m,
-		pkg: Package{Provider: p, Version: v.String(), Platform: plat, Dir: dir, Hashes: m.Hashes, zipHash: m.Zip}}
+		pkg: Package{Provider: id.Provider, Version: id.Version, Platform: id.Platform, Dir: dir, Hashes: m.Hashes, zipHash: m.Zip}}
 	if why := quickCheck(dir, m); why != "" {
 		e.state, e.why = entryChanged, why
 	}
@@ -155,24 +145,16 @@ func (c *Cache) check(p Provider, v *version.Version, plat string) entry {
 }
 
 // lockPackage takes the package's flock, waiting for another process
-// that holds it for as long as ctx allows.
-func (c *Cache) lockPackage(ctx context.Context, p Provider, v *version.Version, plat string) (*flock.Flock, error) {
-	lk := flock.New(c.lockPath(p, v, plat), flock.SetPermissions(c.lockPerm))
-	ok, err := lk.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("lock package %s %s %s: %w", p, v, plat, err)
-	}
-	if !ok {
+// that holds it for as long as ctx allows, and returns its release.
+func (c *Cache) lockPackage(ctx context.Context, id PackageID) (func(), error) {
+	unlock, err := c.locks.Lock(ctx, pkgKey(id), func() {
 		c.waits.Add(1)
-		c.log.Debug("waiting for another process installing the package", "provider", p.String(), "version", v.String(), "platform", plat)
-		if ok, err = lk.TryLockContext(ctx, lockRetry); !ok || err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("lock package %s %s %s: %w", p, v, plat, err)
-		}
+		c.log.Debug("waiting for another process installing the package", "provider", id.Provider.String(), "version", id.Version, "platform", id.Platform)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock package %s: %w", id, err)
 	}
-	return lk, nil
+	return unlock, nil
 }
 
 // install takes the package's flock and installs the package unless
@@ -181,50 +163,48 @@ func (c *Cache) lockPackage(ctx context.Context, p Provider, v *version.Version,
 // is removed and installed afresh from its source: its bytes alone are
 // never trusted. In a shared cache every entry found is verified against
 // its source (confirm).
-func (c *Cache) install(ctx context.Context, p Provider, v *version.Version, plat string) (installResult, error) {
-	lk, err := c.lockPackage(ctx, p, v, plat)
+func (c *Cache) install(ctx context.Context, id PackageID) (installResult, error) {
+	unlock, err := c.lockPackage(ctx, id)
 	if err != nil {
 		return installResult{}, err
 	}
-	// The lock file itself is never removed: removing it would let two
-	// processes hold "the" lock on different inodes.
-	defer lk.Unlock()
+	defer unlock()
 
-	if pkg, ok := c.provenPackage(p, v, plat); ok && c.trust.shared {
+	if pkg, ok := c.provenPackage(id); ok && c.trust.shared {
 		return installResult{pkg: pkg}, nil // another caller of this process verified it meanwhile
 	}
-	e := c.check(p, v, plat)
+	e := c.check(id)
 	if e.err != nil {
 		return installResult{}, e.err
 	}
 	if c.trust.shared && e.state != entryAbsent {
-		return c.confirm(ctx, p, v, plat, e)
+		return c.confirm(ctx, id, e)
 	}
 	if e.state == entryChanged {
 		// The stamps moved (a copy, a restore, a touch); the content decides.
-		e = c.reverify(p, v, plat, e)
+		e = c.reverify(id, e)
 	}
 	if e.state == entryOK {
 		return installResult{pkg: e.pkg}, nil
 	}
-	return c.refill(ctx, p, v, plat, e)
+	return c.refill(ctx, id, e)
 }
 
 // refill removes whatever is at the package's place (e says what is
 // wrong with it) and installs the package from its source. The caller
 // holds the package lock.
-func (c *Cache) refill(ctx context.Context, p Provider, v *version.Version, plat string, e entry) (installResult, error) {
-	dir := c.pkgDir(p, v, plat)
-	c.sweep(p, v, plat)
+func (c *Cache) refill(ctx context.Context, id PackageID, e entry) (installResult, error) {
+	dir := c.pkgDir(id)
+	c.sweep(id)
 	damaged := e.state != entryAbsent
 	if damaged {
 		c.log.Warn("cache entry does not match what was verified at install; reinstalling it from its source",
 			"dir", dir, "problem", e.why)
-		if err := c.discard(p, v, plat); err != nil {
+		if err := c.discard(id); err != nil {
 			return installResult{}, fmt.Errorf("%w %s (%s): remove it: %w", ErrDamagedEntry, dir, e.why, err)
 		}
 	}
-	pkg, err := c.download(ctx, p, v, plat)
+	pkg, err := c.download(ctx, id)
 	if err != nil {
 		if damaged && ctx.Err() == nil {
 			err = fmt.Errorf("%w %s (%s) was removed, and reinstalling it failed: %w", ErrDamagedEntry, dir, e.why, err)
@@ -244,10 +224,10 @@ func (c *Cache) refill(ctx context.Context, p Provider, v *version.Version, plat
 // Either way the Package's hashes are this verification's, and this
 // process knows the entry from then on (provenPackage). The caller holds
 // the package lock.
-func (c *Cache) confirm(ctx context.Context, p Provider, v *version.Version, plat string, e entry) (installResult, error) {
-	dir := c.pkgDir(p, v, plat)
-	c.sweep(p, v, plat)
-	got, err := c.fetchVerified(ctx, p, v, plat)
+func (c *Cache) confirm(ctx context.Context, id PackageID, e entry) (installResult, error) {
+	dir := c.pkgDir(id)
+	c.sweep(id)
+	got, err := c.fetchVerified(ctx, id)
 	if err != nil {
 		return installResult{}, err
 	}
@@ -266,23 +246,23 @@ func (c *Cache) confirm(ctx context.Context, p Provider, v *version.Version, pla
 	} else {
 		m := got.meta
 		m.Files = now
-		if err := c.writeMeta(p, v, plat, &m); err != nil {
+		if err := c.writeMeta(id, &m); err != nil {
 			return installResult{}, err
 		}
 		c.log.Info("cache entry verified against a fresh download from its source", "dir", dir, "source", m.Source)
-		c.remember(p, v, plat, &m, true)
-		return installResult{pkg: m.pkg(p, v, plat, dir)}, nil
+		c.remember(id, &m, true)
+		return installResult{pkg: m.pkg(id, dir)}, nil
 	}
 	if why == "" {
 		why = "its files differ from the package its source gives"
 	}
 	c.log.Warn("cache entry does not match its source's package; replacing it", "dir", dir, "problem", why)
-	if err := c.discard(p, v, plat); err != nil {
+	if err := c.discard(id); err != nil {
 		return installResult{}, fmt.Errorf("%w %s (%s): remove it: %w", ErrDamagedEntry, dir, why, err)
 	}
-	pkg, err := c.place(p, v, plat, got)
+	pkg, err := c.place(id, got)
 	if err != nil {
-		return installResult{}, &InstallError{Provider: p, Version: v.String(), Platform: plat, URL: got.url, Err: err}
+		return installResult{}, installError(id, got.url, err)
 	}
 	c.repairs.Add(1)
 	c.downloads.Add(1)
@@ -308,20 +288,20 @@ func sameFiles(now, verified treesum.Tree) string {
 // match, the record gets the new stamps and the entry is good. The caller
 // holds the package lock, and check has made sure the record is the
 // cache's own and lists files.
-func (c *Cache) reverify(p Provider, v *version.Version, plat string, e entry) entry {
-	dir := c.pkgDir(p, v, plat)
-	now, err := recordDir(dir)
+func (c *Cache) reverify(id PackageID, e entry) entry {
+	dir := c.pkgDir(id)
+	now, why, err := verifyFiles(dir, e.meta.Files)
 	if err != nil {
 		e.why = err.Error()
 		return e
 	}
-	if d := diffFiles(now, e.meta.Files, true); d != "" {
-		e.why = d
+	if why != "" {
+		e.why = why
 		return e
 	}
 	m := *e.meta
 	m.Files, m.H1 = now, e.meta.lockH1()
-	if err := c.writeMeta(p, v, plat, &m); err != nil {
+	if err := c.writeMeta(id, &m); err != nil {
 		e.why = err.Error()
 		return e
 	}
@@ -333,24 +313,24 @@ func (c *Cache) reverify(p Provider, v *version.Version, plat string, e entry) e
 // discard moves a package dir out of the tree (atomically, so no reader
 // sees half of it), then removes it and its record. The caller holds the
 // package lock.
-func (c *Cache) discard(p Provider, v *version.Version, plat string) error {
-	aside := filepath.Join(c.dir, stateDir, "tmp", pkgKey(p, v, plat)+"."+strconv.Itoa(os.Getpid())+"-damaged.d")
-	if err := os.Rename(c.pkgDir(p, v, plat), aside); err != nil && !os.IsNotExist(err) {
+func (c *Cache) discard(id PackageID) error {
+	aside := filepath.Join(c.dir, stateDir, "tmp", store.TempPrefix(pkgKey(id))+"-damaged.d")
+	if err := os.Rename(c.pkgDir(id), aside); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if err := os.Remove(c.metaPath(p, v, plat)); err != nil && !os.IsNotExist(err) {
+	if err := os.Remove(c.metaPath(id)); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return os.RemoveAll(aside)
+	return store.RemoveAll(aside)
 }
 
-func (c *Cache) writeMeta(p Provider, v *version.Version, plat string, m *meta) error {
-	mp := c.metaPath(p, v, plat)
+func (c *Cache) writeMeta(id PackageID, m *meta) error {
+	mp := c.metaPath(id)
 	mb, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	if err := c.mkdirs(filepath.Join(stateDir, "meta", entryRel(p, v))); err != nil {
+	if err := c.mkdirs(filepath.Join(stateDir, "meta", entryRel(id))); err != nil {
 		return err
 	}
 	return atomicfile.WriteFile(mp, mb, 0o644)
@@ -379,44 +359,41 @@ func (c *Cache) mkdirs(rel string) error {
 // sweep removes temp files and dirs of earlier attempts at this package.
 // Only the holder of the package flock creates them, so while we hold it
 // every one of them belongs to a process that died or gave up.
-func (c *Cache) sweep(p Provider, v *version.Version, plat string) {
-	tmp := filepath.Join(c.dir, stateDir, "tmp")
-	ents, err := os.ReadDir(tmp)
-	if err != nil {
-		return
-	}
-	prefix := pkgKey(p, v, plat) + "."
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), prefix) {
-			c.log.Info("removing leftover of an interrupted install", "path", filepath.Join(tmp, e.Name()))
-			_ = os.RemoveAll(filepath.Join(tmp, e.Name()))
-		}
-	}
+func (c *Cache) sweep(id PackageID) {
+	c.sweepKey(pkgKey(id))
 	// A writer killed while replacing the meta file leaves its temp file.
-	metaDir := filepath.Dir(c.metaPath(p, v, plat))
-	leftovers, _ := filepath.Glob(filepath.Join(metaDir, atomicfile.TempPrefix+plat+".json-*"))
+	metaDir := filepath.Dir(c.metaPath(id))
+	leftovers, _ := filepath.Glob(filepath.Join(metaDir, atomicfile.TempPrefix+id.Platform+".json-*"))
 	for _, l := range leftovers {
 		_ = os.Remove(l)
 	}
 }
 
+// sweepKey removes the temp files and dirs of the package key names.
+// The caller holds its lock.
+func (c *Cache) sweepKey(key string) {
+	store.SweepKey(filepath.Join(c.dir, stateDir, "tmp"), key, func(p string, _ error) {
+		c.log.Info("removing leftover of an interrupted install", "path", p)
+	})
+}
+
 // download fetches, verifies, unpacks and renames the package into place.
-func (c *Cache) download(ctx context.Context, p Provider, v *version.Version, plat string) (Package, error) {
-	got, err := c.fetchVerified(ctx, p, v, plat)
+func (c *Cache) download(ctx context.Context, id PackageID) (Package, error) {
+	got, err := c.fetchVerified(ctx, id)
 	if err != nil {
 		return Package{}, err
 	}
 	defer got.cleanup()
-	pkg, err := c.place(p, v, plat, got)
+	pkg, err := c.place(id, got)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		return Package{}, &InstallError{Provider: p, Version: v.String(), Platform: plat, URL: got.url, Err: err}
+		return Package{}, installError(id, got.url, err)
 	}
 	c.downloads.Add(1)
 	c.bytes.Add(got.bytes)
-	c.log.Info("installed provider", "provider", p.String(), "version", v.String(), "platform", plat, "dir", pkg.Dir, "bytes", got.bytes)
+	c.log.Info("installed provider", "provider", id.Provider.String(), "version", id.Version, "platform", id.Platform, "dir", pkg.Dir, "bytes", got.bytes)
 	return pkg, nil
 }
 
@@ -438,56 +415,55 @@ func (g *verifiedPackage) cleanup() {
 // fetchVerified downloads the package from the first source that lists
 // it, verifies it, unpacks it into a temp dir and records it. The caller
 // holds the package lock and calls cleanup.
-func (c *Cache) fetchVerified(ctx context.Context, p Provider, v *version.Version, plat string) (*verifiedPackage, error) {
-	src, err := c.sourceFor(ctx, p, v)
+func (c *Cache) fetchVerified(ctx context.Context, id PackageID) (*verifiedPackage, error) {
+	src, spelled, err := c.sourceFor(ctx, id)
 	if err != nil {
-		return nil, &InstallError{Provider: p, Version: v.String(), Platform: plat, Err: err}
+		return nil, installError(id, "", err)
 	}
-	base := filepath.Join(c.dir, stateDir, "tmp", pkgKey(p, v, plat)+"."+strconv.Itoa(os.Getpid()))
+	base := filepath.Join(c.dir, stateDir, "tmp", store.TempPrefix(pkgKey(id)))
 	got := &verifiedPackage{zip: base + ".zip", dir: base + ".d"}
 	fail := func(url string, err error) (*verifiedPackage, error) {
 		got.cleanup()
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		return nil, &InstallError{Provider: p, Version: v.String(), Platform: plat, URL: url, Err: err}
+		return nil, installError(id, url, err)
 	}
 	zf, err := os.OpenFile(got.zip, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
 		return fail("", err)
 	}
 	defer zf.Close()
-	c.log.Info("downloading provider", "provider", p.String(), "version", v.String(), "platform", plat, "source", src.String())
-	f, err := src.fetch(ctx, c.env, p, v, plat, zf)
+	c.log.Info("downloading provider", "provider", id.Provider.String(), "version", id.Version, "platform", id.Platform, "source", src.String())
+	// The source gets the version as it listed it, and the cache's HTTP
+	// client and limits if it is a built-in one.
+	f, err := src.Fetch(withEnv(ctx, c.env), PackageID{Provider: id.Provider, Version: spelled, Platform: id.Platform}, zf)
 	if err != nil {
-		return fail(f.url, err)
+		return fail(f.URL, err)
 	}
-	got.url, got.bytes = f.url, f.bytes
-	if err := unzip(zf, got.dir, unzipOptions{name: f.url, maxSize: c.maxUnpack, hook: c.testHookUnpacking, writer: c.env.writer}); err != nil {
-		return fail(f.url, err)
+	got.url, got.bytes = f.URL, f.Bytes
+	if err := unzip(zf, got.dir, unzipOptions{name: f.URL, maxSize: c.maxUnpack, hook: c.testHookUnpacking, writer: c.env.writer}); err != nil {
+		return fail(f.URL, err)
 	}
 	if c.trust.shared {
 		// The group may replace the entry: its dirs are group-writable.
 		if err := groupWritableDirs(got.dir); err != nil {
-			return fail(f.url, err)
+			return fail(f.URL, err)
 		}
 	}
 	files, err := recordDir(got.dir)
 	if err != nil {
-		return fail(f.url, err)
+		return fail(f.URL, err)
 	}
 	h1, err := h1Of(files)
 	if err != nil {
-		return fail(f.url, err)
-	}
-	if len(f.wantH1) > 0 && !slices.Contains(f.wantH1, h1) {
-		return fail(f.url, fmt.Errorf("%w: package hash %s is none of the mirror's hashes %s", ErrChecksum, h1, strings.Join(f.wantH1, ", ")))
+		return fail(f.URL, err)
 	}
 	zh := ""
-	if f.sha256 != "" { // a package packed from an unpacked mirror has no zip of its own
-		zh = "zh:" + f.sha256
+	if f.SHA256 != "" { // a package packed from an unpacked mirror has no zip of its own
+		zh = "zh:" + f.SHA256
 	}
-	got.meta = meta{Hashes: sortedUnique(append([]string{h1}, f.lockExtra...)), Zip: zh, Source: src.String(), H1: h1, Files: files}
+	got.meta = meta{Hashes: sortedUnique(append([]string{h1}, f.LockHashes...)), Zip: zh, Source: src.String(), H1: h1, Files: files}
 	return got, nil
 }
 
@@ -495,36 +471,39 @@ func (c *Cache) fetchVerified(ctx context.Context, p Provider, v *version.Versio
 // package into place: whoever sees the package sees its record. Renaming
 // the dir leaves its files' stamps as recorded. The caller holds the
 // package lock.
-func (c *Cache) place(p Provider, v *version.Version, plat string, got *verifiedPackage) (Package, error) {
-	if err := c.writeMeta(p, v, plat, &got.meta); err != nil {
+func (c *Cache) place(id PackageID, got *verifiedPackage) (Package, error) {
+	if err := c.writeMeta(id, &got.meta); err != nil {
 		return Package{}, err
 	}
-	final := c.pkgDir(p, v, plat)
-	if err := c.mkdirs(entryRel(p, v)); err != nil {
+	final := c.pkgDir(id)
+	if err := c.mkdirs(entryRel(id)); err != nil {
 		return Package{}, err
 	}
-	if err := os.Rename(got.dir, final); err != nil {
+	if err := store.Commit(got.dir, final); err != nil {
 		return Package{}, fmt.Errorf("move package into place: %w", err)
 	}
-	if err := atomicfile.SyncDir(filepath.Dir(final)); err != nil {
-		return Package{}, err
-	}
-	c.remember(p, v, plat, &got.meta, true)
-	return got.meta.pkg(p, v, plat, final), nil
+	c.remember(id, &got.meta, true)
+	return got.meta.pkg(id, final), nil
 }
 
-// sourceFor returns the first source that lists v.
-func (c *Cache) sourceFor(ctx context.Context, p Provider, v *version.Version) (Source, error) {
-	l, err := c.listing(ctx, p)
+// sourceFor returns the first source that lists the package's version,
+// and the version as that source spells it.
+func (c *Cache) sourceFor(ctx context.Context, id PackageID) (Source, string, error) {
+	l, err := c.listing(ctx, id.Provider)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	i, ok := l.from[v.String()]
+	o, ok := l.from[id.Version]
 	if !ok {
-		return nil, fmt.Errorf("%w: version %s of %s is offered by none of the sources (%s); available versions: %s",
-			ErrLockedVersion, v, p, c.sourceNames(), listVersions(l.versions))
+		return nil, "", fmt.Errorf("%w: version %s of %s is offered by none of the sources (%s); available versions: %s",
+			ErrLockedVersion, id.Version, id.Provider, c.sourceNames(), listVersions(l.versions))
 	}
-	return c.sources[i], nil
+	return c.sources[o.source], o.spelled, nil
+}
+
+// installError is the InstallError of the package id.
+func installError(id PackageID, url string, err error) *InstallError {
+	return &InstallError{Provider: id.Provider, Version: id.Version, Platform: id.Platform, URL: url, Err: err}
 }
 
 func sortedUnique(s []string) []string {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	svchost "github.com/hashicorp/terraform-svchost"
+
+	"github.com/tfisolate/tfisolate/cliconfig"
 )
 
 // Option configures a Cache. Options are applied in order; Open fails with
@@ -26,6 +28,8 @@ const (
 	DefaultConnectTimeout  = 30 * time.Second
 	DefaultHeaderTimeout   = 60 * time.Second
 	DefaultBodyIdleTimeout = 60 * time.Second
+	DefaultMetadataTimeout = 10 * time.Second // as Terraform's own registry client
+	DefaultRequestTimeout  = 2 * time.Minute
 	DefaultRetries         = 4
 	DefaultRetryWaitMin    = 1 * time.Second
 	DefaultRetryWaitMax    = 30 * time.Second
@@ -59,6 +63,8 @@ type cliClient struct {
 // netLimits bounds every HTTP request the cache makes.
 type netLimits struct {
 	connect, header, idle time.Duration
+	meta                  time.Duration // one attempt at a small document, start to end
+	request               time.Duration // one request, every attempt and wait included
 	retries               int
 	waitMin, waitMax      time.Duration
 	maxDoc                int64
@@ -68,6 +74,7 @@ func defaultConfig() config {
 	return config{
 		net: netLimits{
 			connect: DefaultConnectTimeout, header: DefaultHeaderTimeout, idle: DefaultBodyIdleTimeout,
+			meta: DefaultMetadataTimeout, request: DefaultRequestTimeout,
 			retries: DefaultRetries, waitMin: DefaultRetryWaitMin, waitMax: DefaultRetryWaitMax,
 			maxDoc: MaxDocumentSize,
 		},
@@ -133,7 +140,7 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithCLIConfig makes the cache's own requests use a user's CLI config
-// file (see ReadCLIConfig), as Terraform would: a credentials block's
+// file (see cliconfig.Read and cliconfig.Find), as Terraform would: a credentials block's
 // token is sent to that host (a registry's API, a network mirror), and a
 // host block's "providers.v1" service is used instead of service
 // discovery for that host. A TF_TOKEN_<host> variable (see WithLookupEnv)
@@ -142,8 +149,8 @@ func WithLogger(l *slog.Logger) Option {
 // the merged config from CLIConfigFor): a host whose token only a helper
 // knows needs a TF_TOKEN_<host> variable for the cache's downloads. The
 // file's provider_installation is not used here; see
-// CLIConfigFile.Sources. WithCLIConfig(nil) means no file (the default).
-func WithCLIConfig(f *CLIConfigFile) Option {
+// SourcesFrom. WithCLIConfig(nil) means no file (the default).
+func WithCLIConfig(f *cliconfig.File) Option {
 	return optionFunc(func(c *config) error {
 		c.cli = cliClient{}
 		if f == nil {
@@ -153,7 +160,7 @@ func WithCLIConfig(f *CLIConfigFile) Option {
 		for host, attrs := range f.Credentials {
 			h, err := svchost.ForComparison(host)
 			if err != nil {
-				return fmt.Errorf("pluginc: WithCLIConfig: %w", &CLIConfigError{Path: f.Path, Msg: fmt.Sprintf("the credentials %q block has an invalid host name: %v", host, err)})
+				return fmt.Errorf("pluginc: WithCLIConfig: %w", &cliconfig.Error{Path: f.Path, Msg: fmt.Sprintf("the credentials %q block has an invalid host name: %v", host, err)})
 			}
 			tok, ok := attrs["token"]
 			if !ok {
@@ -161,14 +168,14 @@ func WithCLIConfig(f *CLIConfigFile) Option {
 			}
 			s, ok := tok.(string)
 			if !ok {
-				return fmt.Errorf("pluginc: WithCLIConfig: %w", &CLIConfigError{Path: f.Path, Msg: fmt.Sprintf("credentials %q: token must be a string", host)})
+				return fmt.Errorf("pluginc: WithCLIConfig: %w", &cliconfig.Error{Path: f.Path, Msg: fmt.Sprintf("credentials %q: token must be a string", host)})
 			}
 			cli.tokens[h.String()] = s
 		}
 		for host, services := range f.Hosts {
 			h, err := svchost.ForComparison(host)
 			if err != nil {
-				return fmt.Errorf("pluginc: WithCLIConfig: %w", &CLIConfigError{Path: f.Path, Msg: fmt.Sprintf("the host %q block has an invalid host name: %v", host, err)})
+				return fmt.Errorf("pluginc: WithCLIConfig: %w", &cliconfig.Error{Path: f.Path, Msg: fmt.Sprintf("the host %q block has an invalid host name: %v", host, err)})
 			}
 			cli.hosts[h.String()] = services
 		}
@@ -234,9 +241,45 @@ func WithBodyIdleTimeout(d time.Duration) Option {
 	})
 }
 
+// WithMetadataTimeout bounds one attempt at a small document (service
+// discovery, a version list, a download description, SHA256SUMS and its
+// signature, a mirror's index), from the request to the end of its body,
+// as Terraform's own registry client bounds its requests. Default
+// DefaultMetadataTimeout (10s). A timed-out attempt is retried. Package
+// downloads are not bounded by it (see WithBodyIdleTimeout).
+func WithMetadataTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if err := positive("WithMetadataTimeout", d); err != nil {
+			return err
+		}
+		c.net.meta = d
+		return nil
+	})
+}
+
+// WithRequestTimeout bounds one request as a whole, every attempt and
+// every wait between them included, so a stalled registry or mirror
+// cannot hold an install for longer whatever the retries. Past it no
+// attempt starts and none waits for its response any longer; the error
+// is a *RequestError that says how many attempts were made over how long
+// and wraps ErrTimeout. The one thing it does not cut is a package body
+// that keeps arriving: a slow but healthy download of a large provider
+// is bounded by WithBodyIdleTimeout instead. Default
+// DefaultRequestTimeout (2m).
+func WithRequestTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if err := positive("WithRequestTimeout", d); err != nil {
+			return err
+		}
+		c.net.request = d
+		return nil
+	})
+}
+
 // WithRetries sets how many times a failed request is retried: after a
 // connection error, a timeout, a body cut short, HTTP 429 or a 5xx status
-// other than 501. 0 turns retries off. Default DefaultRetries (4).
+// other than 501, as long as the request timeout (WithRequestTimeout)
+// leaves time for it. 0 turns retries off. Default DefaultRetries (4).
 func WithRetries(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n < 0 {

@@ -33,7 +33,7 @@ func plantAt(t *testing.T, f *registryFixture, dir, v string, content []byte) ot
 	c := &Cache{dir: dir}
 	genuine := sha256File(t, f.zips[v])
 	return otherAct{
-		Entry: c.pkgDir(f.p, pv, testprovider.Platform), Meta: c.metaPath(f.p, pv, testprovider.Platform),
+		Entry: c.pkgDir(PackageID{f.p, pv.String(), testprovider.Platform}), Meta: c.metaPath(PackageID{f.p, pv.String(), testprovider.Platform}),
 		Files: map[string][]byte{testprovider.ExecutableName(v): content},
 		Zip:   genuine, Extra: []string{genuine, "zh:" + sha256Hex(standIn(t, v))},
 	}
@@ -101,7 +101,7 @@ func TestForeignEntryRefilled(t *testing.T) {
 			act := tc.plant(t, f, dir)
 			// The dirs their entry and record go in were writable by
 			// others back then.
-			way := []string{filepath.Join(dir, entryRel(f.p, pv)), filepath.Join(dir, stateDir, "meta", entryRel(f.p, pv))}
+			way := []string{filepath.Join(dir, entryRel(PackageID{Provider: f.p, Version: pv.String()})), filepath.Join(dir, stateDir, "meta", entryRel(PackageID{Provider: f.p, Version: pv.String()}))}
 			for _, d := range way {
 				require.NoError(t, c0.mkdirs(mustRel(t, dir, d)))
 				require.NoError(t, os.Chmod(d, 0o777))
@@ -125,7 +125,7 @@ func TestForeignEntryRefilled(t *testing.T) {
 			require.Equal(t, h1OfDir(t, pkgs[0].Dir), pkgs[0].Hashes[0])
 			require.NotContains(t, strings.Join(pkgs[0].Hashes, " "), strings.Repeat("0", 64))
 			require.NoFileExists(t, filepath.Join(dir, "PLANTED-RAN"))
-			fi, err := os.Stat(c.metaPath(f.p, pv, testprovider.Platform))
+			fi, err := os.Stat(c.metaPath(PackageID{f.p, pv.String(), testprovider.Platform}))
 			require.NoError(t, err)
 			require.Equal(t, uint32(0), fi.Sys().(*syscall.Stat_t).Uid, "the record is the cache's own now")
 		})
@@ -171,7 +171,7 @@ func TestSharedGroupPlantedEntry(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(d, testprovider.ExecutableName(v)), evilProvider(marker), 0o755))
 		return h1OfDir(t, d)
 	}()
-	entry := c0.pkgDir(f.p, pv, testprovider.Platform)
+	entry := c0.pkgDir(PackageID{f.p, pv.String(), testprovider.Platform})
 	bin := filepath.Join(entry, testprovider.ExecutableName(v))
 	var lock, clean []byte
 	requireGenuine := func(t *testing.T, pkgs []Package) {

@@ -323,14 +323,14 @@ func TestOpenSweepsOrphans(t *testing.T) {
 	p := Provider{Hostname: "example.test", Namespace: "acme", Type: "demo"}
 	busy := Provider{Hostname: "example.test", Namespace: "acme", Type: "busy"}
 	tmp := filepath.Join(dir, stateDir, "tmp")
-	orphan := filepath.Join(tmp, pkgKey(p, v, "linux_amd64")+".12345.zip")
-	live := filepath.Join(tmp, pkgKey(busy, v, "linux_amd64")+".12346.zip")
+	orphan := filepath.Join(tmp, pkgKey(PackageID{p, v.String(), "linux_amd64"})+".12345.zip")
+	live := filepath.Join(tmp, pkgKey(PackageID{busy, v.String(), "linux_amd64"})+".12346.zip")
 	for _, f := range []string{orphan, live} {
 		require.NoError(t, os.WriteFile(f, []byte("partial"), 0o600))
 	}
-	require.NoError(t, os.WriteFile(c.lockPath(p, v, "linux_amd64"), nil, 0o600))
+	require.NoError(t, os.WriteFile(c.lockPath(PackageID{p, v.String(), "linux_amd64"}), nil, 0o600))
 	// Another "process" (another open file description) holds busy's lock.
-	lk := flock.New(c.lockPath(busy, v, "linux_amd64"))
+	lk := flock.New(c.lockPath(PackageID{busy, v.String(), "linux_amd64"}))
 	ok, err := lk.TryLock()
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -355,7 +355,7 @@ func TestKilledWhileRepairing(t *testing.T) {
 	require.NoError(t, err)
 	v, _ := parseVersion("1.1.0")
 	c := f.open(t, cacheDir)
-	require.NoError(t, os.Remove(c.metaPath(f.p, v, testprovider.Platform)))
+	require.NoError(t, os.Remove(c.metaPath(PackageID{f.p, v.String(), testprovider.Platform})))
 
 	ch := startChild(t, f, "unpack", cacheDir)
 	ch.waitLine(t, markerUnpacking)

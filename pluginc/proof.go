@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/go-version"
-
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
@@ -40,27 +38,27 @@ func (pr proof) matches(locked []string) bool {
 }
 
 // remember keeps what this process verified about an entry.
-func (c *Cache) remember(p Provider, v *version.Version, plat string, m *meta, fromSource bool) {
+func (c *Cache) remember(id PackageID, m *meta, fromSource bool) {
 	pr := proof{files: m.Files, h1: m.H1, hashes: m.Hashes, fromSource: fromSource}
 	if fromSource {
 		pr.zip = m.Zip
 	}
 	c.mu.Lock()
-	c.proofs[pkgKey(p, v, plat)] = pr
+	c.proofs[pkgKey(id)] = pr
 	c.mu.Unlock()
 }
 
 // proven returns this process's proof for the entry if the entry is
 // still what the proof was made from (no file or dir changed, stamps
 // included) and every dir on the way to it passes the ownership rules.
-func (c *Cache) proven(p Provider, v *version.Version, plat string) (proof, bool) {
+func (c *Cache) proven(id PackageID) (proof, bool) {
 	c.mu.Lock()
-	pr, ok := c.proofs[pkgKey(p, v, plat)]
+	pr, ok := c.proofs[pkgKey(id)]
 	c.mu.Unlock()
-	if !ok || c.checkInside(entryRel(p, v)) != nil {
+	if !ok || c.checkInside(entryRel(id)) != nil {
 		return proof{}, false
 	}
-	if _, cs, err := treesum.Check(c.pkgDir(p, v, plat), pr.files); err != nil || len(cs) > 0 {
+	if _, cs, err := treesum.Check(c.pkgDir(id), pr.files); err != nil || len(cs) > 0 {
 		return proof{}, false
 	}
 	return pr, true
@@ -68,17 +66,17 @@ func (c *Cache) proven(p Provider, v *version.Version, plat string) (proof, bool
 
 // provenPackage returns the package if this process downloaded and
 // verified it from its source and it is unchanged since.
-func (c *Cache) provenPackage(p Provider, v *version.Version, plat string) (Package, bool) {
-	pr, ok := c.proven(p, v, plat)
+func (c *Cache) provenPackage(id PackageID) (Package, bool) {
+	pr, ok := c.proven(id)
 	if !ok || !pr.fromSource {
 		return Package{}, false
 	}
-	return Package{Provider: p, Version: v.String(), Platform: plat, Dir: c.pkgDir(p, v, plat), Hashes: pr.hashes, zipHash: pr.zip}, true
+	return Package{Provider: id.Provider, Version: id.Version, Platform: id.Platform, Dir: c.pkgDir(id), Hashes: pr.hashes, zipHash: pr.zip}, true
 }
 
 // pkg is the Package an install record describes.
-func (m *meta) pkg(p Provider, v *version.Version, plat, dir string) Package {
-	return Package{Provider: p, Version: v.String(), Platform: plat, Dir: dir, Hashes: m.Hashes, zipHash: m.Zip}
+func (m *meta) pkg(id PackageID, dir string) Package {
+	return Package{Provider: id.Provider, Version: id.Version, Platform: id.Platform, Dir: dir, Hashes: m.Hashes, zipHash: m.Zip}
 }
 
 // matchLock checks a package against a lock file's hashes for it, as
@@ -91,16 +89,16 @@ func (m *meta) pkg(p Provider, v *version.Version, plat, dir string) Package {
 // package is refused (ErrChecksum), as terraform init refuses it. The
 // package returned has every locked hash, none dropped or replaced,
 // and besides them only hashes this process verified.
-func (c *Cache) matchLock(ctx context.Context, pkg Package, v *version.Version, locked []string) (Package, error) {
-	p, plat := pkg.Provider, pkg.Platform
-	pr, ok := c.proven(p, v, plat)
+func (c *Cache) matchLock(ctx context.Context, pkg Package, locked []string) (Package, error) {
+	id := pkg.id()
+	pr, ok := c.proven(id)
 	if !ok {
 		files, err := recordDir(pkg.Dir)
 		if err == nil {
 			if h1, err := h1Of(files); err == nil {
 				pr = proof{files: files, h1: h1, hashes: []string{h1}}
 				c.mu.Lock()
-				c.proofs[pkgKey(p, v, plat)] = pr
+				c.proofs[pkgKey(id)] = pr
 				c.mu.Unlock()
 			}
 		}
@@ -108,23 +106,23 @@ func (c *Cache) matchLock(ctx context.Context, pkg Package, v *version.Version, 
 	if !pr.matches(locked) && !pr.fromSource {
 		c.log.Info("cache entry matches none of the lock file's hashes by its files; verifying it against its source",
 			"dir", pkg.Dir, "h1", pr.h1)
-		res, _, err := c.installFlights.Do(ctx, pkgKey(p, v, plat)+"#confirm", "another Ensure call", func() (installResult, error) {
-			lk, err := c.lockPackage(ctx, p, v, plat)
+		res, _, err := c.installFlights.Do(ctx, pkgKey(id)+"#confirm", "another Ensure call", func() (installResult, error) {
+			unlock, err := c.lockPackage(ctx, id)
 			if err != nil {
 				return installResult{}, err
 			}
-			defer lk.Unlock()
-			if pkg, ok := c.provenPackage(p, v, plat); ok {
+			defer unlock()
+			if pkg, ok := c.provenPackage(id); ok {
 				return installResult{pkg: pkg}, nil
 			}
-			e := c.check(p, v, plat)
+			e := c.check(id)
 			switch {
 			case e.err != nil:
 				return installResult{}, e.err
 			case e.state == entryAbsent:
-				return c.refill(ctx, p, v, plat, e)
+				return c.refill(ctx, id, e)
 			}
-			return c.confirm(ctx, p, v, plat, e)
+			return c.confirm(ctx, id, e)
 		})
 		if err != nil {
 			return Package{}, err
@@ -143,8 +141,7 @@ func (c *Cache) matchLock(ctx context.Context, pkg Package, v *version.Version, 
 		if pr.fromSource {
 			what = fmt.Sprintf("the package its source gives hashes to %s", strings.Join(nonEmpty(pr.h1, pr.zip), " and "))
 		}
-		return Package{}, &InstallError{Provider: p, Version: pkg.Version, Platform: plat, URL: pkg.Dir,
-			Err: fmt.Errorf("%w: %s, which matches none of the hashes recorded in the lock file (%s)", ErrChecksum, what, strings.Join(locked, ", "))}
+		return Package{}, installError(id, pkg.Dir, fmt.Errorf("%w: %s, which matches none of the hashes recorded in the lock file (%s)", ErrChecksum, what, strings.Join(locked, ", ")))
 	}
 	pkg.Hashes = sortedUnique(append(slices.Clone(locked), pr.hashes...))
 	return pkg, nil

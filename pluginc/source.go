@@ -3,33 +3,66 @@ package pluginc
 import (
 	"context"
 	"os"
-
-	"github.com/hashicorp/go-version"
 )
 
-// Source is a place providers are installed from: Registry, NetworkMirror
-// or FilesystemMirror. Sources are tried in the order given to WithSource,
-// like the methods of Terraform's provider_installation block: a version is
-// installed from the first source that lists it.
+// Source is a place providers are installed from. Registry,
+// NetworkMirror and FilesystemMirror are the built-in ones; a caller may
+// bring its own (a host's artifact store, a directory of packages it
+// builds), as in the package's Source example. Sources are tried in the
+// order given to WithSource, like the methods of Terraform's
+// provider_installation block: a version is installed from the first
+// source that lists it.
+//
+// The cache trusts a Source for what it vouches: a package it fetches is
+// unpacked, hashed (h1:) and recorded by the cache, but whether those are
+// the right bytes is the source's to check (the registry checks a signed
+// SHA256SUMS, a network mirror its hashes). A Source must be safe for
+// concurrent use.
 type Source interface {
 	// String describes the source in errors and logs.
 	String() string
 
-	// versions lists the versions of p the source offers.
-	versions(ctx context.Context, env *fetchEnv, p Provider) ([]*version.Version, error)
+	// Versions lists the versions of p the source offers, as the source
+	// spells them ("1.2.0"). Versions that are not semantic versions of
+	// three parts are ignored. A provider the source does not know is an
+	// empty list, or an error wrapping ErrNotFound.
+	Versions(ctx context.Context, p Provider) ([]string, error)
 
-	// fetch writes the package zip of p at v for platform into dst and
-	// verifies it. It returns the hashes the package contributes to a lock
-	// file besides its own h1: (the zh: hashes of a signed SHA256SUMS) and
-	// hashes that the unpacked package's h1: must match, if any.
-	fetch(ctx context.Context, env *fetchEnv, p Provider, v *version.Version, platform string, dst *os.File) (fetched, error)
+	// Fetch writes the zip of the package id names into dst, an empty
+	// temp file of the cache, and checks it against what the source
+	// knows of it. An error wrapping ErrNotFound says the source has no
+	// such package; any other error fails the install. Fetch may start
+	// dst over (truncate it) as often as it needs to.
+	Fetch(ctx context.Context, id PackageID, dst *os.File) (Fetched, error)
 }
 
-// fetched is what a source learned while fetching a package.
-type fetched struct {
-	url       string   // where the zip came from
-	lockExtra []string // extra lock file hashes (zh: of every platform)
-	wantH1    []string // h1: hashes the package must match (mirrors)
-	bytes     int64    // bytes transferred
-	sha256    string   // hex SHA-256 of the zip; empty for one packed from an unpacked mirror
+// PackageID names one provider package: a provider at a version, for a
+// platform.
+type PackageID struct {
+	Provider Provider
+	Version  string // as the source lists it, such as "1.2.0"
+	Platform string // OS_ARCH, such as "linux_amd64"
+}
+
+// String returns HOST/NAMESPACE/TYPE VERSION OS_ARCH.
+func (id PackageID) String() string {
+	return id.Provider.String() + " " + id.Version + " " + id.Platform
+}
+
+// Fetched is what a Source learned while fetching a package.
+type Fetched struct {
+	// URL says where the zip came from (a URL, a path), for errors and
+	// logs; it is set on failure too when known.
+	URL string
+	// Bytes is how many bytes were transferred.
+	Bytes int64
+	// SHA256 is the hex SHA-256 of the zip written to dst, computed while
+	// writing it. Empty for a zip the source packed itself (from an
+	// unpacked package): such a package has no zh: hash of its own, and
+	// the lock file records its h1: alone.
+	SHA256 string
+	// LockHashes are hashes the source vouches for besides the package's
+	// own h1:, for lock files: the zh: of every platform's zip from a
+	// signed SHA256SUMS. A source that cannot vouch leaves it empty.
+	LockHashes []string
 }

@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/hashicorp/go-version"
 )
 
 // FilesystemMirror returns a Source reading a Terraform filesystem mirror
@@ -28,7 +26,8 @@ func (m fsMirror) pkgDir(p Provider) string {
 	return filepath.Join(m.dir, p.Hostname, p.Namespace, p.Type)
 }
 
-func (m fsMirror) versions(_ context.Context, _ *fetchEnv, p Provider) ([]*version.Version, error) {
+// Versions lists the versions of p in either layout.
+func (m fsMirror) Versions(_ context.Context, p Provider) ([]string, error) {
 	ents, err := os.ReadDir(m.pkgDir(p))
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -38,13 +37,13 @@ func (m fsMirror) versions(_ context.Context, _ *fetchEnv, p Provider) ([]*versi
 	}
 	prefix := "terraform-provider-" + p.Type + "_"
 	seen := map[string]bool{}
-	var out []*version.Version
+	var out []string
 	for _, e := range ents {
 		name := e.Name()
 		if unpackedVersion(m.pkgDir(p), name) {
-			if v, err := parseVersion(name); err == nil && !seen[name] {
+			if !seen[name] {
 				seen[name] = true
-				out = append(out, v)
+				out = append(out, name)
 			}
 			continue
 		}
@@ -57,48 +56,47 @@ func (m fsMirror) versions(_ context.Context, _ *fetchEnv, p Provider) ([]*versi
 		if !ok || seen[vs] {
 			continue
 		}
-		v, err := parseVersion(vs)
-		if err != nil {
-			continue
-		}
 		seen[vs] = true
-		out = append(out, v)
+		out = append(out, vs)
 	}
 	return out, nil
 }
 
-func (m fsMirror) fetch(ctx context.Context, env *fetchEnv, p Provider, v *version.Version, platform string, dst *os.File) (fetched, error) {
-	path := filepath.Join(m.pkgDir(p), "terraform-provider-"+p.Type+"_"+v.Original()+"_"+platform+".zip")
+// Fetch copies the package's zip, or packs its unpacked dir.
+func (m fsMirror) Fetch(ctx context.Context, id PackageID, dst *os.File) (Fetched, error) {
+	p := id.Provider
+	path := filepath.Join(m.pkgDir(p), "terraform-provider-"+p.Type+"_"+id.Version+"_"+id.Platform+".zip")
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
-		return m.fetchUnpacked(ctx, env, p, v, platform, dst)
+		return m.fetchUnpacked(ctx, id, dst)
 	}
 	if err != nil {
-		return fetched{url: path}, fmt.Errorf("%w: %v", ErrDownload, err)
+		return Fetched{URL: path}, fmt.Errorf("%w: %v", ErrDownload, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fetched{url: path}, fmt.Errorf("%w: %v", ErrDownload, err)
+		return Fetched{URL: path}, fmt.Errorf("%w: %v", ErrDownload, err)
 	}
 	n, sum, err := copyHashed(ctx, path, dst, f, fi.Size())
-	return fetched{url: path, bytes: n, sha256: sum}, err
+	return Fetched{URL: path, Bytes: n, SHA256: sum}, err
 }
 
 // fetchUnpacked packs the unpacked layout's package dir into dst. The
 // zip is made here, not distributed by anyone, so it has no zh: hash to
 // record: the package's h1: is its identity, as Terraform records it.
-func (m fsMirror) fetchUnpacked(ctx context.Context, env *fetchEnv, p Provider, v *version.Version, platform string, dst *os.File) (fetched, error) {
-	dir := filepath.Join(m.pkgDir(p), v.Original(), platform)
+func (m fsMirror) fetchUnpacked(ctx context.Context, id PackageID, dst *os.File) (Fetched, error) {
+	env := envFrom(ctx)
+	dir := filepath.Join(m.pkgDir(id.Provider), id.Version, id.Platform)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return fetched{url: dir}, fmt.Errorf("%w: %s has no package for this platform", ErrNotFound, m)
+		return Fetched{URL: dir}, fmt.Errorf("%w: %s has no package for this platform", ErrNotFound, m)
 	}
 	n, err := zipDir(ctx, dir, env.writer(dst))
 	if err != nil {
 		if ctx.Err() != nil {
-			return fetched{url: dir, bytes: n}, ctx.Err()
+			return Fetched{URL: dir, Bytes: n}, ctx.Err()
 		}
-		return fetched{url: dir, bytes: n}, fmt.Errorf("pack %s: %w", dir, err)
+		return Fetched{URL: dir, Bytes: n}, fmt.Errorf("pack %s: %w", dir, err)
 	}
-	return fetched{url: dir, bytes: n}, nil
+	return Fetched{URL: dir, Bytes: n}, nil
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/go-version"
 	"golang.org/x/mod/sumdb/dirhash"
 )
 
@@ -38,7 +38,9 @@ func (m netMirror) url(p Provider, file string) (*url.URL, error) {
 	return b.JoinPath(p.Hostname, p.Namespace, p.Type, file), nil
 }
 
-func (m netMirror) versions(ctx context.Context, env *fetchEnv, p Provider) ([]*version.Version, error) {
+// Versions lists the versions in the mirror's index.json for p.
+func (m netMirror) Versions(ctx context.Context, p Provider) ([]string, error) {
+	env := envFrom(ctx)
 	u, err := m.url(p, "index.json")
 	if err != nil {
 		return nil, err
@@ -53,24 +55,19 @@ func (m netMirror) versions(ctx context.Context, env *fetchEnv, p Provider) ([]*
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrDownload, u, err)
 	}
-	var out []*version.Version
-	for s := range doc.Versions {
-		if v, err := parseVersion(s); err == nil {
-			out = append(out, v)
-		}
-	}
-	slices.SortFunc(out, func(a, b *version.Version) int { return a.Compare(b) })
-	return out, nil
+	return slices.Sorted(maps.Keys(doc.Versions)), nil
 }
 
-func (m netMirror) fetch(ctx context.Context, env *fetchEnv, p Provider, v *version.Version, platform string, dst *os.File) (fetched, error) {
-	u, err := m.url(p, v.Original()+".json")
+// Fetch downloads the package and checks it against the mirror's hashes.
+func (m netMirror) Fetch(ctx context.Context, id PackageID, dst *os.File) (Fetched, error) {
+	env, platform := envFrom(ctx), id.Platform
+	u, err := m.url(id.Provider, id.Version+".json")
 	if err != nil {
-		return fetched{}, err
+		return Fetched{}, err
 	}
 	body, err := env.getSmall(ctx, u.String(), tokenFor(env, u.Host, u))
 	if err != nil {
-		return fetched{url: u.String()}, err
+		return Fetched{URL: u.String()}, err
 	}
 	var doc struct {
 		Archives map[string]struct {
@@ -79,21 +76,21 @@ func (m netMirror) fetch(ctx context.Context, env *fetchEnv, p Provider, v *vers
 		} `json:"archives"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return fetched{url: u.String()}, fmt.Errorf("%w: %s: %v", ErrDownload, u, err)
+		return Fetched{URL: u.String()}, fmt.Errorf("%w: %s: %v", ErrDownload, u, err)
 	}
 	a, ok := doc.Archives[platform]
 	if !ok {
-		return fetched{url: u.String()}, fmt.Errorf("%w: %s has no archive for %s", ErrNotFound, u, platform)
+		return Fetched{URL: u.String()}, fmt.Errorf("%w: %s has no archive for %s", ErrNotFound, u, platform)
 	}
 	dl, err := u.Parse(a.URL)
 	if err != nil || a.URL == "" {
-		return fetched{url: u.String()}, fmt.Errorf("%w: %s: bad archive url %q", ErrDownload, u, a.URL)
+		return Fetched{URL: u.String()}, fmt.Errorf("%w: %s: bad archive url %q", ErrDownload, u, a.URL)
 	}
 	n, sum, err := env.download(ctx, dl.String(), tokenFor(env, u.Host, dl), dst)
 	if err != nil {
-		return fetched{url: dl.String(), bytes: n}, err
+		return Fetched{URL: dl.String(), Bytes: n}, err
 	}
-	f := fetched{url: dl.String(), bytes: n, sha256: sum}
+	f := Fetched{URL: dl.String(), Bytes: n, SHA256: sum}
 	if len(a.Hashes) == 0 {
 		return f, nil
 	}

@@ -13,8 +13,9 @@ import (
 	"sync"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/hashicorp/go-version"
 	svchost "github.com/hashicorp/terraform-svchost"
+
+	"github.com/tfisolate/tfisolate/cliconfig"
 )
 
 // Registry returns a Source speaking the provider registry protocol to the
@@ -98,7 +99,7 @@ func (r *registry) base(ctx context.Context, env *fetchEnv, p Provider) (*url.UR
 	if !ok && forced {
 		// Not "not found": the user's file says so, and Terraform would
 		// fail the same way.
-		return nil, &CLIConfigError{Path: env.cli.path, Msg: fmt.Sprintf("the host %q block has no \"providers.v1\" service (a string), so the host offers no provider registry", p.Hostname)}
+		return nil, &cliconfig.Error{Path: env.cli.path, Msg: fmt.Sprintf("the host %q block has no \"providers.v1\" service (a string), so the host offers no provider registry", p.Hostname)}
 	}
 	if !ok {
 		return nil, fmt.Errorf("%w: host %s does not offer the provider registry protocol (no providers.v1 in %s)", ErrNotFound, p.Hostname, where)
@@ -121,7 +122,9 @@ func (r *registry) base(ctx context.Context, env *fetchEnv, p Provider) (*url.UR
 	return b, nil
 }
 
-func (r *registry) versions(ctx context.Context, env *fetchEnv, p Provider) ([]*version.Version, error) {
+// Versions lists the versions the registry offers for p.
+func (r *registry) Versions(ctx context.Context, p Provider) ([]string, error) {
+	env := envFrom(ctx)
 	b, err := r.base(ctx, env, p)
 	if err != nil {
 		return nil, err
@@ -141,14 +144,9 @@ func (r *registry) versions(ctx context.Context, env *fetchEnv, p Provider) ([]*
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrDownload, u, err)
 	}
-	var out []*version.Version
+	out := make([]string, 0, len(doc.Versions))
 	for _, d := range doc.Versions {
-		v, err := parseVersion(d.Version)
-		if err != nil {
-			env.log.Warn("registry lists an invalid version; ignoring it", "provider", p.String(), "version", d.Version)
-			continue
-		}
-		out = append(out, v)
+		out = append(out, d.Version)
 	}
 	return out, nil
 }
@@ -167,20 +165,23 @@ type downloadDoc struct {
 	} `json:"signing_keys"`
 }
 
-func (r *registry) fetch(ctx context.Context, env *fetchEnv, p Provider, v *version.Version, platform string, dst *os.File) (fetched, error) {
+// Fetch downloads the package and checks it against the registry's
+// signed SHA256SUMS.
+func (r *registry) Fetch(ctx context.Context, id PackageID, dst *os.File) (Fetched, error) {
+	env, p := envFrom(ctx), id.Provider
 	b, err := r.base(ctx, env, p)
 	if err != nil {
-		return fetched{}, err
+		return Fetched{}, err
 	}
-	osName, arch, _ := strings.Cut(platform, "_")
-	u := b.JoinPath(p.Namespace, p.Type, v.Original(), "download", osName, arch)
+	osName, arch, _ := strings.Cut(id.Platform, "_")
+	u := b.JoinPath(p.Namespace, p.Type, id.Version, "download", osName, arch)
 	body, err := env.getSmall(ctx, u.String(), token(env, p.Hostname))
 	if err != nil {
-		return fetched{url: u.String()}, err
+		return Fetched{URL: u.String()}, err
 	}
 	var d downloadDoc
 	if err := json.Unmarshal(body, &d); err != nil {
-		return fetched{url: u.String()}, fmt.Errorf("%w: %s: %v", ErrDownload, u, err)
+		return Fetched{URL: u.String()}, fmt.Errorf("%w: %s: %v", ErrDownload, u, err)
 	}
 	resolve := func(what, raw string) (*url.URL, error) {
 		if raw == "" {
@@ -194,47 +195,47 @@ func (r *registry) fetch(ctx context.Context, env *fetchEnv, p Provider, v *vers
 	}
 	dl, err := resolve("download_url", d.DownloadURL)
 	if err != nil {
-		return fetched{url: u.String()}, err
+		return Fetched{URL: u.String()}, err
 	}
 	sumsURL, err := resolve("shasums_url", d.SHASumsURL)
 	if err != nil {
-		return fetched{url: u.String()}, err
+		return Fetched{URL: u.String()}, err
 	}
 	sigURL, err := resolve("shasums_signature_url", d.SHASumsSignatureURL)
 	if err != nil {
-		return fetched{url: u.String()}, err
+		return Fetched{URL: u.String()}, err
 	}
 	if d.Filename == "" || strings.ContainsAny(d.Filename, "/\\") {
-		return fetched{url: u.String()}, fmt.Errorf("%w: %s: bad filename %q", ErrDownload, u, d.Filename)
+		return Fetched{URL: u.String()}, fmt.Errorf("%w: %s: bad filename %q", ErrDownload, u, d.Filename)
 	}
 
 	// Authenticate the checksums before spending bandwidth on the package.
 	sums, err := env.getSmall(ctx, sumsURL.String(), tokenFor(env, p.Hostname, sumsURL))
 	if err != nil {
-		return fetched{url: sumsURL.String()}, err
+		return Fetched{URL: sumsURL.String()}, err
 	}
 	sig, err := env.getSmall(ctx, sigURL.String(), tokenFor(env, p.Hostname, sigURL))
 	if err != nil {
-		return fetched{url: sigURL.String()}, err
+		return Fetched{URL: sigURL.String()}, err
 	}
 	if err := checkSignature(sums, sig, d); err != nil {
-		return fetched{url: sigURL.String()}, err
+		return Fetched{URL: sigURL.String()}, err
 	}
-	want, zh, err := parseSums(sums, d.Filename, p.Type, v.Original())
+	want, zh, err := parseSums(sums, d.Filename, p.Type, id.Version)
 	if err != nil {
-		return fetched{url: sumsURL.String()}, err
+		return Fetched{URL: sumsURL.String()}, err
 	}
 	if !strings.EqualFold(want, d.SHASum) {
-		return fetched{url: sumsURL.String()}, fmt.Errorf("%w: registry says shasum %s for %s but the signed SHA256SUMS says %s", ErrChecksum, d.SHASum, d.Filename, want)
+		return Fetched{URL: sumsURL.String()}, fmt.Errorf("%w: registry says shasum %s for %s but the signed SHA256SUMS says %s", ErrChecksum, d.SHASum, d.Filename, want)
 	}
 	n, got, err := env.download(ctx, dl.String(), tokenFor(env, p.Hostname, dl), dst)
 	if err != nil {
-		return fetched{url: dl.String(), bytes: n}, err
+		return Fetched{URL: dl.String(), Bytes: n}, err
 	}
 	if !strings.EqualFold(got, want) {
-		return fetched{url: dl.String(), bytes: n}, fmt.Errorf("%w: %s has SHA-256 %s, the signed SHA256SUMS says %s", ErrChecksum, d.Filename, got, want)
+		return Fetched{URL: dl.String(), Bytes: n}, fmt.Errorf("%w: %s has SHA-256 %s, the signed SHA256SUMS says %s", ErrChecksum, d.Filename, got, want)
 	}
-	return fetched{url: dl.String(), bytes: n, sha256: got, lockExtra: zh}, nil
+	return Fetched{URL: dl.String(), Bytes: n, SHA256: got, LockHashes: zh}, nil
 }
 
 // checkSignature verifies the detached OpenPGP signature of the SHA256SUMS

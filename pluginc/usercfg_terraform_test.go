@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/cliconfig"
+	"github.com/tfisolate/tfisolate/internal/testcliconfig"
 	"github.com/tfisolate/tfisolate/internal/testenv"
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 	"github.com/tfisolate/tfisolate/internal/testregistry"
@@ -102,7 +104,7 @@ func TestTerraformUserCredentials(t *testing.T) {
 	require.NoError(t, f.srv.AddFile(otherNamespace, testprovider.Type, "1.0.0", testprovider.Platform, f.zips["1.0.0"]))
 	pluginCache := t.TempDir()
 	rcExtra := "plugin_cache_dir = \"" + filepath.ToSlash(pluginCache) + "\"\n"
-	user, err := ReadCLIConfig(tokenRegistryCLIFile(t, f.srv, tok, rcExtra))
+	user, err := cliconfig.Read(tokenRegistryCLIFile(t, f.srv, tok, rcExtra))
 	require.NoError(t, err)
 	require.Equal(t, filepath.ToSlash(pluginCache), user.PluginCacheDir)
 
@@ -137,7 +139,7 @@ func TestTerraformUserCredentials(t *testing.T) {
 	require.Empty(t, ents, "the user's plugin_cache_dir must not reach terraform")
 
 	// The same file without its credentials block: refused by the registry.
-	noCreds, err := ReadCLIConfig(tokenRegistryCLIFile(t, f.srv, "", rcExtra))
+	noCreds, err := cliconfig.Read(tokenRegistryCLIFile(t, f.srv, "", rcExtra))
 	require.NoError(t, err)
 	dir = initDir(t, twoProviderModule(true, true), lock)
 	out, err = runTerraform(t, tfBin, dir, writeMerged(t, f.srv, c.CLIConfigFor(noCreds)), "init", "-input=false", "-no-color")
@@ -188,7 +190,7 @@ func countPrefix(paths []string, prefix string) int {
 
 // TestTerraformUserNetworkMirror: the user's provider_installation names
 // a network mirror (and forbids going direct for the registry's host).
-// A cache built from file.Sources() installs from the mirror, never
+// A cache built from SourcesFrom(file) installs from the mirror, never
 // touching the registry's API; terraform, given CLIConfigFor(file), takes
 // the cached provider from the cache and a provider the cache lacks from
 // the user's mirror, as the user's own terraform would.
@@ -198,7 +200,7 @@ func TestTerraformUserNetworkMirror(t *testing.T) {
 	// The registry API needs a token nobody has: using it would fail.
 	f := startRegistry(t, 0, []string{"1.0.0", "1.1.0"}, testregistry.WithToken("nobody-has-it"), testregistry.WithLogger(slog.New(log)))
 	require.NoError(t, f.srv.AddFile(otherNamespace, testprovider.Type, "1.0.0", testprovider.Platform, f.zips["1.0.0"]))
-	user, err := ReadCLIConfig(writeCLIFile(t, "corp.tfrc", `provider_installation {
+	user, err := cliconfig.Read(testcliconfig.WriteFile(t, "corp.tfrc", `provider_installation {
   network_mirror {
     url     = "`+f.srv.LoopbackURL()+`"
     include = ["`+testprovider.Host+`/*/*"]
@@ -209,7 +211,7 @@ func TestTerraformUserNetworkMirror(t *testing.T) {
 }
 `))
 	require.NoError(t, err)
-	srcs, err := user.Sources()
+	srcs, err := SourcesFrom(user)
 	require.NoError(t, err)
 	c, err := Open(t.TempDir(), WithSource(srcs...), WithHTTPClient(f.srv.HTTPClient()))
 	require.NoError(t, err)

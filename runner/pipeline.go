@@ -16,8 +16,8 @@ import (
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 
+	"github.com/tfisolate/tfisolate/cliconfig"
 	"github.com/tfisolate/tfisolate/internal/modtree"
-	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -41,8 +41,8 @@ type unitRun struct {
 	env  map[string]string
 	tf   *tfProcess
 
-	user       *pluginc.CLIConfigFile // the CLI config the unit's terraform would read on its own
-	userDigest string                 // its digest, for the init record
+	user       *cliconfig.File // the CLI config the unit's terraform would read on its own
+	userDigest string          // its digest, for the init record
 
 	crashed  []journalRun    // earlier runs of this instance that never finished
 	engines  []journalEngine // terraform processes this unit started

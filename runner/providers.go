@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tfisolate/tfisolate/cliconfig"
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
@@ -131,9 +132,9 @@ func (x *unitRun) lookupEnv(k string) (string, bool) {
 // read on its own (TF_CLI_CONFIG_FILE, ~/.terraformrc, the config dir's
 // *.tfrc files, per the engine's rules), nil when there is none, and a
 // digest of it for the init record.
-func (x *unitRun) userCLIConfig() (*pluginc.CLIConfigFile, string, error) {
+func (x *unitRun) userCLIConfig() (*cliconfig.File, string, error) {
 	e := x.rs.eng
-	user, err := pluginc.FindCLIConfig(string(e.Kind), e.RegistryHost(), x.lookupEnv)
+	user, err := cliconfig.Find(string(e.Kind), e.RegistryHost(), x.lookupEnv)
 	if err == nil {
 		err = x.missingCLIConfig()
 	}
@@ -189,7 +190,7 @@ func (x *unitRun) missingCLIConfig() error {
 // providers the cache holds, so write it after Ensure). The file is named
 // by its content in the Run's private dir, so units with the same config
 // share one.
-func (x *unitRun) writeCLIConfig(user *pluginc.CLIConfigFile) (string, error) {
+func (x *unitRun) writeCLIConfig(user *cliconfig.File) (string, error) {
 	data := x.rs.cfg.cache.CLIConfigFor(user)
 	sum := sha256.Sum256(data)
 	p := filepath.Join(x.rs.tmp, "cli-"+hex.EncodeToString(sum[:8])+".tfrc.json")

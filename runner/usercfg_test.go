@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/cliconfig"
 	"github.com/tfisolate/tfisolate/internal/testenv"
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 	"github.com/tfisolate/tfisolate/internal/testregistry"
@@ -57,7 +58,7 @@ credentials %q {
 	require.NoError(t, err)
 
 	run := func(t *testing.T, env map[string]string, name string) (*Report, error) {
-		user, err := pluginc.FindCLIConfig("terraform", "", func(k string) (string, bool) {
+		user, err := cliconfig.Find("terraform", "", func(k string) (string, bool) {
 			if v, ok := env[k]; ok {
 				return v, true
 			}
@@ -102,9 +103,9 @@ provider_installation {
   }
 }
 `, w.reg.MirrorURL())), 0o644))
-	user, err := pluginc.ReadCLIConfig(userCfg)
+	user, err := cliconfig.Read(userCfg)
 	require.NoError(t, err)
-	srcs, err := user.Sources()
+	srcs, err := pluginc.SourcesFrom(user)
 	require.NoError(t, err)
 	cache, err := pluginc.Open(filepath.Join(w.dir, "mirror-cache"), pluginc.WithHTTPClient(w.reg.HTTPClient()), pluginc.WithSource(srcs...))
 	require.NoError(t, err)

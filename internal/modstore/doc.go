@@ -33,7 +33,8 @@
 //   - fill runs at most once at a time per key across every goroutine and
 //     process using DIR: Get calls of one Store share one attempt
 //     (internal/flight), processes (and Stores) take the key's flock in
-//     DIR/.modstore/locks, and whoever waited gets the finished entry
+//     DIR/.modstore/locks (internal/store, the mechanism pluginc shares),
+//     and whoever waited gets the finished entry
 //     without filling again. Waiting honours the caller's context: a Get
 //     whose ctx ends while another process fills returns ctx's error.
 //

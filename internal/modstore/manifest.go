@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
@@ -31,40 +30,33 @@ type record = treesum.Entry
 // storeWords is how a difference from the manifest is told.
 var storeWords = treesum.Words{Tree: "the stored tree", When: "stored"}
 
-// scan records every path under dir with its type, mode, size, stamp and
-// symlink target, and with hashes the SHA-256 of every regular file.
-// Anything but directories, regular files and symlinks, or a file that
-// cannot be read, is an ErrBadTree naming the path.
-func scan(dir string, hashes bool) ([]record, error) {
-	list := treesum.Scan
-	if hashes {
-		list = treesum.Record
-	}
-	t, err := list(dir)
+// recordTree records every path under dir with its type, mode, size,
+// stamp, symlink target and the SHA-256 of every regular file. Anything
+// but directories, regular files and symlinks, or a file that cannot be
+// read, is an ErrBadTree naming the path.
+func recordTree(dir string) ([]record, error) {
+	t, err := treesum.Record(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadTree, err)
 	}
 	return t, nil
 }
 
-// diff says how the paths in now differ from the manifest's by presence,
-// type, mode, size, symlink target and (if hashes) content, or returns ""
-// when they do not. Stamps are not compared here: see stale.
-func diff(now, rec []record, hashes bool) string {
-	cs := treesum.Compare(rec, now)
-	if !hashes {
-		cs = slices.DeleteFunc(cs, func(c treesum.Change) bool { return c.Kind == treesum.ContentChanged })
+// verify compares the tree at dir with the manifest's record rec:
+// cheaply (treesum.Check: presence, type, mode, size, symlink target and
+// stamps; no file read) or, with full, also by content (treesum.Verify).
+// now is the tree as it is (the record to keep when only stamps moved,
+// after a full check). A tree that cannot be listed is an ErrBadTree.
+func verify(dir string, rec []record, full bool) (now []record, changes treesum.Changes, err error) {
+	check := treesum.Check
+	if full {
+		check = treesum.Verify
 	}
-	if !cs.Damaged() {
-		return ""
+	now, changes, err = check(dir, rec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrBadTree, err)
 	}
-	return cs.Describe(storeWords)
-}
-
-// stale reports whether any regular file's stamp differs from the
-// manifest's. Call it only when diff found nothing.
-func stale(now, rec []record) bool {
-	return treesum.Compare(rec, now).Stale()
+	return now, changes, nil
 }
 
 // readManifest reads and validates an entry's manifest.

@@ -7,12 +7,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
 func TestScanRecordsTheTree(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, writeTree(dir, "v"))
-	recs, err := scan(dir, true)
+	recs, err := recordTree(dir)
 	require.NoError(t, err)
 	var paths []string
 	for _, r := range recs {
@@ -32,15 +34,21 @@ func TestScanRecordsTheTree(t *testing.T) {
 	}
 	require.Equal(t, []string{"main.tf", "sub", "sub/a.tf", "sub/empty", "sub/link.tf", "sub/run.sh"}, paths)
 
-	cheap, err := scan(dir, false)
+	cheap, changes, err := verify(dir, recs, false)
 	require.NoError(t, err)
 	for _, r := range cheap {
-		require.Empty(t, r.SHA256, "the cheap scan read %s", r.Path)
+		require.Empty(t, r.SHA256, "the cheap check read %s", r.Path)
 	}
-	require.Empty(t, diff(cheap, recs, false))
-	require.False(t, stale(cheap, recs))
+	require.Empty(t, changes)
+	full, changes, err := verify(dir, recs, true)
+	require.NoError(t, err)
+	require.Empty(t, changes)
+	require.Equal(t, recs, full)
 }
 
+// TestDiff: how a tree found differs from its manifest is told in the
+// store's words; the cheap check (no hashes in what it found) never
+// reports content.
 func TestDiff(t *testing.T) {
 	base := []record{
 		{Path: "a", Mode: 0o644, Size: 1, SHA256: "x"},
@@ -52,28 +60,28 @@ func TestDiff(t *testing.T) {
 		return edit(c)
 	}
 	cases := []struct {
-		name   string
-		now    []record
-		hashes bool
-		want   string
+		name string
+		now  []record
+		want string
 	}{
-		{"same", base, true, ""},
-		{"missing", base[1:], false, "a is missing"},
-		{"extra", append(append([]record(nil), base...), record{Path: "z", Mode: 0o644}), false, "z was not part"},
-		{"mode", with(func(r []record) []record { r[0].Mode = 0o600; return r }), false, "a has mode -rw-------"},
-		{"size", with(func(r []record) []record { r[0].Size = 2; return r }), false, "a has 2 bytes, 1 when stored"},
-		{"target", with(func(r []record) []record { r[2].Target = "d"; return r }), false, `l points to "d"`},
-		{"content ignored by the cheap check", with(func(r []record) []record { r[0].SHA256 = "y"; return r }), false, ""},
-		{"content", with(func(r []record) []record { r[0].SHA256 = "y"; return r }), true, "a has SHA-256 y, x when stored"},
+		{"same", base, ""},
+		{"missing", base[1:], "a is missing"},
+		{"extra", append(append([]record(nil), base...), record{Path: "z", Mode: 0o644}), "z was not part"},
+		{"mode", with(func(r []record) []record { r[0].Mode = 0o600; return r }), "a has mode -rw-------"},
+		{"size", with(func(r []record) []record { r[0].Size = 2; return r }), "a has 2 bytes, 1 when stored"},
+		{"target", with(func(r []record) []record { r[2].Target = "d"; return r }), `l points to "d"`},
+		{"content unknown to the cheap check", with(func(r []record) []record { r[0].SHA256 = ""; return r }), ""},
+		{"content", with(func(r []record) []record { r[0].SHA256 = "y"; return r }), "a has SHA-256 y, x when stored"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := diff(tc.now, base, tc.hashes)
+			changes := treesum.Compare(base, tc.now)
 			if tc.want == "" {
-				require.Empty(t, got)
+				require.False(t, changes.Damaged(), changes.Describe(storeWords))
 				return
 			}
-			require.Contains(t, got, tc.want)
+			require.True(t, changes.Damaged())
+			require.Contains(t, changes.Describe(storeWords), tc.want)
 		})
 	}
 }

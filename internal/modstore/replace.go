@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/tfisolate/tfisolate/internal/reflink"
+	"github.com/tfisolate/tfisolate/internal/store"
 )
 
 // Replace stores the tree fill writes as key's entry in place of the
@@ -102,7 +103,7 @@ func (s *Store) Copy(ctx context.Context, key, dst string, fill func(ctx context
 		if attempt > 1 {
 			s.recopies.Add(1)
 			s.cfg.log.Info("the entry changed while it was copied; copying again", "key", key, "problem", why)
-			if err := removeAll(dst); err != nil {
+			if err := store.RemoveAll(dst); err != nil {
 				return filled, fmt.Errorf("modstore: copy %s: remove the bad copy %s: %w", keyName(key), dst, err)
 			}
 		}
@@ -134,7 +135,7 @@ func (s *Store) Copy(ctx context.Context, key, dst string, fill func(ctx context
 			return filled, err
 		}
 	}
-	_ = removeAll(dst)
+	_ = store.RemoveAll(dst)
 	return filled, fmt.Errorf("modstore: copy %s: %w %s: the copy taken under its lock differs from its manifest: %s", keyName(key), ErrDamagedEntry, s.entryPath(h), why)
 }
 
@@ -161,11 +162,14 @@ func (s *Store) copyEntry(h, key, dst string) (why string, err error) {
 		}
 		return "", fmt.Errorf("modstore: copy %s to %s: %w", keyName(key), dst, err)
 	}
-	now, err := scan(dst, true)
+	_, changes, err := verify(dst, m.Files, true)
 	if err != nil {
 		return "", fmt.Errorf("modstore: copy %s to %s: %w", keyName(key), dst, err)
 	}
-	return diff(now, m.Files, true), nil
+	if !changes.Damaged() { // a copy's stamps are its own
+		return "", nil
+	}
+	return changes.Describe(storeWords), nil
 }
 
 // copyTree copies the tree at src to dst (which must not exist) exactly:

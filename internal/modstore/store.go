@@ -13,11 +13,10 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/gofrs/flock"
-
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/flight"
 	"github.com/tfisolate/tfisolate/internal/pathtrust"
+	"github.com/tfisolate/tfisolate/internal/store"
 )
 
 // Layout of a store directory DIR:
@@ -44,6 +43,7 @@ type Store struct {
 	dir     string
 	cfg     config
 	flights flight.Group[result]
+	locks   *store.Locks
 
 	fills, hits, waits, repairs, replaces, recopies atomic.Int64
 
@@ -123,7 +123,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("modstore: open %s: %w", abs, err)
 		}
 	}
-	s := &Store{dir: abs, cfg: cfg}
+	s := &Store{dir: abs, cfg: cfg, locks: store.NewLocks(filepath.Join(abs, stateDir, locksDir), 0, cfg.lockRetry)}
 	if err := unsafe(pathtrust.Effective().CheckRoot(abs)); err != nil {
 		return nil, fmt.Errorf("modstore: open %s: %w", abs, err)
 	}
@@ -256,31 +256,20 @@ func (s *Store) getHeld(ctx context.Context, key, h string, fill func(context.Co
 // lock takes the key's flock, waiting for another process's fill for as
 // long as ctx allows, and returns its release.
 func (s *Store) lock(ctx context.Context, key, h string) (func(), error) {
-	locks := filepath.Join(s.dir, stateDir, locksDir)
-	// Recreated if someone removed the state dir since Open.
-	if err := os.MkdirAll(locks, 0o755); err != nil {
-		return nil, fmt.Errorf("modstore: lock %s: %w", keyName(key), err)
-	}
-	path := filepath.Join(locks, h+".lock")
-	lk := flock.New(path)
-	ok, err := lk.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("modstore: lock %s (%s): %w", keyName(key), path, err)
-	}
-	if !ok {
+	unlock, err := s.locks.Lock(ctx, h, func() {
 		s.waits.Add(1)
-		s.cfg.log.Debug("waiting for another process filling the entry", "key", key, "lock", path)
+		s.cfg.log.Debug("waiting for another process filling the entry", "key", key, "lock", s.locks.Path(h))
 		if s.testHookWait != nil {
 			s.testHookWait()
 		}
-		if ok, err = lk.TryLockContext(ctx, s.cfg.lockRetry); !ok || err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("modstore: wait for another process filling %s: %w", keyName(key), ctx.Err())
-			}
-			return nil, fmt.Errorf("modstore: lock %s (%s): %w", keyName(key), path, err)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("modstore: another process filling %s: %w", keyName(key), err)
 		}
+		return nil, fmt.Errorf("modstore: lock %s: %w", keyName(key), err)
 	}
-	return func() { _ = lk.Unlock() }, nil
+	return unlock, nil
 }
 
 // fill runs the caller's fill in a fresh temp dir, records and syncs what
@@ -292,11 +281,11 @@ func (s *Store) fill(ctx context.Context, key, h string, fill func(context.Conte
 		return fmt.Errorf("modstore: fill %s: %w", keyName(key), err)
 	}
 	// Named after the key, so the next holder of its lock can sweep it.
-	tmp, err := os.MkdirTemp(tmpRoot, h+"."+strconv.Itoa(os.Getpid())+".*")
+	tmp, err := os.MkdirTemp(tmpRoot, store.TempPrefix(h)+".*")
 	if err != nil {
 		return fmt.Errorf("modstore: fill %s: %w", keyName(key), err)
 	}
-	defer removeAll(tmp) // a no-op once renamed into place
+	defer store.RemoveAll(tmp) // a no-op once renamed into place
 	// MkdirTemp made it 0700; the entry is for every user of the store.
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fmt.Errorf("modstore: fill %s: %w", keyName(key), err)
@@ -312,7 +301,7 @@ func (s *Store) fill(ctx context.Context, key, h string, fill func(context.Conte
 	if err := private(tree); err != nil {
 		return fmt.Errorf("modstore: record the tree filled for %s: %w", keyName(key), err)
 	}
-	files, err := scan(tree, true)
+	files, err := recordTree(tree)
 	if err != nil {
 		return fmt.Errorf("modstore: record the tree filled for %s: %w", keyName(key), err)
 	}
@@ -337,21 +326,18 @@ func (s *Store) fill(ctx context.Context, key, h string, fill func(context.Conte
 	// fills afresh.
 	old := ""
 	if _, err := os.Lstat(entry); err == nil {
-		old = filepath.Join(tmpRoot, h+"."+strconv.Itoa(os.Getpid())+".replaced")
+		old = filepath.Join(tmpRoot, store.TempPrefix(h)+".replaced")
 		if err := os.Rename(entry, old); err != nil {
 			return fmt.Errorf("modstore: move the replaced entry of %s out of the way: %w", keyName(key), err)
 		}
 		s.hook("replaced")
 	}
-	if err := os.Rename(tmp, entry); err != nil {
+	if err := store.Commit(tmp, entry); err != nil {
 		return fmt.Errorf("modstore: move the entry of %s into place: %w", keyName(key), err)
 	}
 	s.hook("renamed")
-	if err := atomicfile.SyncDir(s.dir); err != nil {
-		return fmt.Errorf("modstore: fill %s: %w", keyName(key), err)
-	}
 	if old != "" {
-		if err := removeAll(old); err != nil {
+		if err := store.RemoveAll(old); err != nil {
 			// Swept by the next holder of the key's lock.
 			s.cfg.log.Warn("could not remove a replaced entry", "key", key, "path", old, "error", err)
 		}
@@ -460,14 +446,14 @@ func (s *Store) check(h, key string, full bool) checked {
 	if fi, err := os.Lstat(tree); err != nil || !fi.IsDir() {
 		return checked{state: entryDamaged, m: m, why: "its tree directory is missing"}
 	}
-	now, err := scan(tree, full)
+	now, changes, err := verify(tree, m.Files, full)
 	if err != nil {
 		return checked{state: entryDamaged, m: m, why: err.Error()}
 	}
-	if d := diff(now, m.Files, full); d != "" {
-		return checked{state: entryDamaged, m: m, why: d}
+	if changes.Damaged() {
+		return checked{state: entryDamaged, m: m, why: changes.Describe(storeWords)}
 	}
-	c := checked{state: entryOK, m: m, now: now, stale: stale(now, m.Files)}
+	c := checked{state: entryOK, m: m, now: now, stale: changes.Stale()}
 	if c.stale && !full {
 		c.state = entryStale
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/store"
 )
 
 func TestOpen(t *testing.T) {
@@ -325,7 +327,7 @@ func TestDamagedEntryIsRefilled(t *testing.T) {
 			editManifest(t, e, func(m *manifest) { m.Key = "other" })
 		}, "stored for another key"},
 		{"entry is a file", func(t *testing.T, e string) {
-			require.NoError(t, removeAll(e))
+			require.NoError(t, store.RemoveAll(e))
 			require.NoError(t, os.WriteFile(e, nil, 0o644))
 		}, "not a directory"},
 	}
@@ -444,7 +446,7 @@ func TestFullCheck(t *testing.T) {
 func TestReadOnlyTreesAreRemovable(t *testing.T) {
 	s, err := Open(t.TempDir())
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = removeAll(s.Dir()) })
+	t.Cleanup(func() { _ = store.RemoveAll(s.Dir()) })
 	fill := func(_ context.Context, dir string) error {
 		if err := writeTree(dir, "v"); err != nil {
 			return err

@@ -135,7 +135,7 @@ func TestOtherUserChild(t *testing.T) {
 		entry := filepath.Join(a.Store, hashKey(a.Key))
 		require.NoError(t, os.MkdirAll(filepath.Join(entry, treeDir), 0o755))
 		require.NoError(t, writeTree(filepath.Join(entry, treeDir), a.Content))
-		files, err := scan(filepath.Join(entry, treeDir), true)
+		files, err := recordTree(filepath.Join(entry, treeDir))
 		require.NoError(t, err)
 		b, err := (&manifest{Version: manifestVersion, Key: a.Key, Files: files}).encode()
 		require.NoError(t, err)

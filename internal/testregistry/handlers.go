@@ -188,8 +188,8 @@ func (s *Server) mirror(w http.ResponseWriter, r *http.Request) {
 		}
 		hashes := []string{"zh:" + s.sha(p, f)}
 		if f != FaultWrongChecksum {
-			if h1, err := hashZip(p.Zip); err == nil {
-				hashes = append([]string{h1}, hashes...)
+			if h := s.hashesOf(p); h.h1Err == nil {
+				hashes = append([]string{h.h1}, hashes...)
 			}
 		}
 		archives[p.Platform] = archive{URL: s.archiveURL("/dl/" + ns + "/" + typ + "/" + ver + "/" + p.Filename()), Hashes: hashes}

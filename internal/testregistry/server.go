@@ -113,6 +113,7 @@ type Server struct {
 	mu          sync.Mutex
 	mirrorHosts map[string]bool    // origin hosts the network mirror also serves
 	pkgs        map[string]Package // by Key
+	hashes      map[string]hashes  // by Key, computed once in Add
 	fault       Fault
 	gate        *Gate
 	downloads   map[string]int
@@ -129,7 +130,7 @@ type Server struct {
 
 // New starts a server. Call Close when done.
 func New(opts ...Option) (*Server, error) {
-	s := &Server{host: DefaultHost, pkgs: map[string]Package{}, downloads: map[string]int{}, closed: make(chan struct{})}
+	s := &Server{host: DefaultHost, pkgs: map[string]Package{}, hashes: map[string]hashes{}, downloads: map[string]int{}, closed: make(chan struct{})}
 	for _, o := range opts {
 		o(s)
 	}
@@ -203,10 +204,31 @@ func (s *Server) Add(p Package) error {
 	if len(p.Zip) == 0 {
 		return fmt.Errorf("%w %q: empty zip", ErrBadPackage, p.Key())
 	}
+	// Hashed here, once, so documents are served at once, as a real
+	// registry or mirror serves them: hashing a large zip per request
+	// would make the server, not the client under test, what a loaded
+	// machine's request timeouts measure.
+	h := hashes{sha: sha256Hex(p.Zip)}
+	h.h1, h.h1Err = hashZip(p.Zip)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pkgs[p.Key()] = p
+	s.hashes[p.Key()] = h
 	return nil
+}
+
+// hashes are a package's SHA-256 (hex) and h1: (or why it has none: a
+// zip that cannot be read).
+type hashes struct {
+	sha, h1 string
+	h1Err   error
+}
+
+// hashesOf returns the hashes Add computed for p.
+func (s *Server) hashesOf(p Package) hashes {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hashes[p.Key()]
 }
 
 // AddFile offers the zip at path as a package.
@@ -350,7 +372,7 @@ func (s *Server) sha(p Package, f Fault) string {
 	if f == FaultWrongChecksum {
 		return sha256Hex(append([]byte("not the package"), p.Zip...))
 	}
-	return sha256Hex(p.Zip)
+	return s.hashesOf(p).sha
 }
 
 func (s *Server) authorized(r *http.Request) bool {

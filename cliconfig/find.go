@@ -1,4 +1,4 @@
-package pluginc
+package cliconfig
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// FindCLIConfig reads the CLI configuration that terraform (engine
+// Find reads the CLI configuration that terraform (engine
 // "terraform") or OpenTofu ("tofu") would read in the environment lookup
 // describes (nil: os.LookupEnv), merged the way that engine merges it; nil
 // when there is none. The rules, per engine:
@@ -33,9 +33,9 @@ import (
 // provider_installation method, a directory named as the file), or that
 // conflicts with the files before it, is left out: the config is merged
 // from the others, and the error, when not nil, names every file left
-// out and why (it wraps ErrInvalidCLIConfig where a file was invalid).
+// out and why (it wraps ErrInvalid where a file was invalid).
 // Callers warn with it and go on with the config returned.
-func FindCLIConfig(engine, registryHost string, lookup func(string) (string, bool)) (*CLIConfigFile, error) {
+func Find(engine, registryHost string, lookup func(string) (string, bool)) (*File, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
@@ -81,10 +81,10 @@ func FindCLIConfig(engine, registryHost string, lookup func(string) (string, boo
 		slices.Sort(extra)
 		files = append(files, extra...)
 	}
-	var merged *CLIConfigFile
+	var merged *File
 	var left []error
 	for _, p := range files {
-		f, err := ReadCLIConfig(p)
+		f, err := Read(p)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

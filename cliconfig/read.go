@@ -1,13 +1,11 @@
-package pluginc
+package cliconfig
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,7 +15,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/hcl"
 	"github.com/hashicorp/hcl/hcl/ast"
 	hclparser "github.com/hashicorp/hcl/hcl/parser"
@@ -27,112 +24,22 @@ import (
 	svchost "github.com/hashicorp/terraform-svchost"
 )
 
-// CLIConfigFile is a user's Terraform (or OpenTofu) CLI configuration file
-// as the engine reads it: HCL 1 native syntax or JSON, decoded with the
-// same library and the same rules. ReadCLIConfig fills it; Cache.CLIConfigFor
-// merges it with the cache's provider installation, WithCLIConfig gives its
-// credentials to the cache's own requests, and Sources turns its
-// provider_installation into the cache's sources.
-type CLIConfigFile struct {
-	// Path is the file it was read from (after Merge, both files, joined
-	// by ", "). It names the file in errors.
-	Path string
-
-	// Credentials holds the credentials "HOST" { token = "..." } blocks:
-	// each block's arguments by host name as written. Terraform reads the
-	// token argument (a string) and nothing else.
-	Credentials map[string]map[string]any
-
-	// CredentialsHelpers holds the credentials_helper "NAME" { args = [...] }
-	// block: its args by name. Terraform allows at most one.
-	CredentialsHelpers map[string][]string
-
-	// Hosts holds the host "NAME" { services = {...} } blocks: each
-	// block's services map by host name, as HCL 1 decodes it. Terraform
-	// uses it instead of service discovery for that host; so does the
-	// cache under WithCLIConfig (for "providers.v1").
-	Hosts map[string]map[string]any
-
-	// DisableCheckpoint and DisableCheckpointSignature are Terraform's
-	// disable_checkpoint and disable_checkpoint_signature settings.
-	DisableCheckpoint          bool
-	DisableCheckpointSignature bool
-
-	// PluginCacheDir is the plugin_cache_dir setting, kept so a caller can
-	// see it was set. It is never used: CLIConfigFor leaves it out, since
-	// Terraform's writes into a plugin cache are not safe under
-	// concurrency; the shared cache takes its place.
-	PluginCacheDir string
-
-	// ProviderInstallation is the provider_installation block, or nil when
-	// the file has none (Terraform then installs directly from each
-	// provider's registry, after its implied local plugin directories).
-	ProviderInstallation *ProviderInstallation
-
-	// Other holds every other top-level setting as HCL 1 decodes it (the
-	// legacy providers and provisioners maps,
-	// plugin_cache_may_break_dependency_lock_file, OpenTofu's
-	// oci_credentials blocks, ...), by name. CLIConfigFor passes them
-	// through unchanged.
-	Other map[string]any
-
-	// DefaultRegistryHost is the host that two-part include and exclude
-	// patterns ("NAMESPACE/TYPE") name, as for the engine that reads the
-	// file. Empty means Terraform's default registry host
-	// (tfaddr.DefaultProviderRegistryHost); set OpenTofu's for a file
-	// OpenTofu reads.
-	DefaultRegistryHost string
-}
-
-// ProviderInstallation is a provider_installation block.
-type ProviderInstallation struct {
-	// Methods are the installation methods in the order written.
-	Methods []InstallMethod
-	// DevOverrides is the dev_overrides block: a local directory by
-	// provider source address as written. It passes through CLIConfigFor
-	// to Terraform; Sources ignores it (an overridden provider is never
-	// installed).
-	DevOverrides map[string]string
-
-	file string
-	line int
-}
-
-// InstallMethod is one installation method of a provider_installation block.
-type InstallMethod struct {
-	// Kind is the block type: "direct", "filesystem_mirror",
-	// "network_mirror", or OpenTofu's "oci_mirror".
-	Kind string
-	// Location is a filesystem_mirror's path or a network_mirror's url;
-	// empty for other kinds.
-	Location string
-	// Include and Exclude are the provider patterns as written
-	// ("HOST/NAMESPACE/TYPE" or "NAMESPACE/TYPE", each part may be "*").
-	Include, Exclude []string
-	// Other holds the block's other arguments as HCL 1 decodes them (an
-	// oci_mirror's repository_template), passed through by CLIConfigFor.
-	Other map[string]any
-
-	file string
-	line int
-}
-
-// cliSettingKeys are the top-level settings CLIConfigFile models. HCL 1's
+// cliSettingKeys are the top-level settings File models. HCL 1's
 // decoder matches setting names case-insensitively, as Terraform reads
 // them; provider_installation is decoded by name, exactly as Terraform does.
 var cliSettingKeys = []string{"credentials", "credentials_helper", "host", "disable_checkpoint",
 	"disable_checkpoint_signature", "plugin_cache_dir"}
 
-// ReadCLIConfig reads a Terraform CLI configuration file (the file that
+// Read reads a Terraform CLI configuration file (the file that
 // TF_CLI_CONFIG_FILE names, ~/.terraformrc, or a *.tfrc / *.tfrc.json file
 // in Terraform's config directory). Like Terraform it reads HCL 1 native
 // syntax, or JSON when the first non-space character is "{". A file that
 // cannot be read is an error wrapping the os error; a file Terraform would
 // refuse (bad syntax, a misshapen block, an invalid host name, two
 // provider_installation blocks, an unknown installation method, a bad
-// include or exclude pattern) is a *CLIConfigError naming the file and
-// the line, wrapping ErrInvalidCLIConfig.
-func ReadCLIConfig(path string) (*CLIConfigFile, error) {
+// include or exclude pattern) is a *Error naming the file and
+// the line, wrapping ErrInvalid.
+func Read(path string) (*File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read CLI config: %w", err)
@@ -140,7 +47,7 @@ func ReadCLIConfig(path string) (*CLIConfigFile, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	return parseCLIConfig(path, b)
+	return Parse(path, b)
 }
 
 // cliParser holds what parsing one file needs to name lines.
@@ -152,7 +59,7 @@ type cliParser struct {
 }
 
 func (p *cliParser) errorf(line int, format string, args ...any) error {
-	return &CLIConfigError{Path: p.path, Line: line, Msg: fmt.Sprintf(format, args...)}
+	return &Error{Path: p.path, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
 // line returns the line of an item whose key path (its parents', then its
@@ -197,7 +104,9 @@ type cliSettings struct {
 	} `hcl:"credentials_helper"`
 }
 
-func parseCLIConfig(path string, src []byte) (*CLIConfigFile, error) {
+// Parse reads src as the CLI configuration file at path (which names the
+// file in errors and in File.Path; it is not read), by the rules of Read.
+func Parse(path string, src []byte) (*File, error) {
 	p := &cliParser{path: path, json: isJSON(src), seen: map[string]int{}}
 	file, err := hcl.ParseBytes(src)
 	if err != nil {
@@ -211,7 +120,7 @@ func parseCLIConfig(path string, src []byte) (*CLIConfigFile, error) {
 	if !ok {
 		return nil, p.errorf(1, "the file is not an object of settings")
 	}
-	f := &CLIConfigFile{Path: path}
+	f := &File{Path: path}
 
 	// The settings Terraform decodes with HCL 1's decoder, decoded the
 	// same way. A decoder error is traced to its item for the line.
@@ -246,7 +155,7 @@ func parseCLIConfig(path string, src []byte) (*CLIConfigFile, error) {
 		switch {
 		case key == "provider_installation":
 			if f.ProviderInstallation != nil {
-				return nil, p.errorf(lines[i], "a second provider_installation block (the first is on line %d); Terraform allows only one", f.ProviderInstallation.line)
+				return nil, p.errorf(lines[i], "a second provider_installation block (the first is on line %d); Terraform allows only one", f.ProviderInstallation.Line)
 			}
 			pi, err := p.installation(item, lines[i])
 			if err != nil {
@@ -337,7 +246,7 @@ func (p *cliParser) installation(item *ast.ObjectItem, line int) (*ProviderInsta
 	if !ok {
 		return nil, p.errorf(line, "provider_installation must be a block")
 	}
-	pi := &ProviderInstallation{file: p.path, line: line}
+	pi := &ProviderInstallation{Path: p.path, Line: line}
 	parents := make([]string, 0, len(item.Keys))
 	for _, k := range item.Keys {
 		parents = append(parents, keyString(k))
@@ -407,7 +316,7 @@ func (p *cliParser) method(kind string, body *ast.ObjectType, line int) (Install
 	if err := hcl.DecodeObject(&content, body); err != nil {
 		return InstallMethod{}, p.errorf(line, "%s: %s", kind, decodeMessage(err))
 	}
-	m := InstallMethod{Kind: kind, Include: content.Include, Exclude: content.Exclude, file: p.path, line: line}
+	m := InstallMethod{Kind: kind, Include: content.Include, Exclude: content.Exclude, Path: p.path, Line: line}
 	switch loc {
 	case "path":
 		m.Location = content.Path
@@ -418,7 +327,7 @@ func (p *cliParser) method(kind string, body *ast.ObjectType, line int) (Install
 		return InstallMethod{}, p.errorf(line, "%s: the %q argument is required", kind, loc)
 	}
 	for _, pat := range slices.Concat(m.Include, m.Exclude) {
-		if _, err := parsePattern(pat, ""); err != nil {
+		if _, err := ParsePattern(pat, ""); err != nil {
 			return InstallMethod{}, p.errorf(line, "%s: %v", kind, err)
 		}
 	}
@@ -583,249 +492,4 @@ func jsonKeyLines(src []byte) map[string][]int {
 	}
 }
 
-// Merge returns the settings of f and then later, merged the way
-// Terraform merges its CLI config files (~/.terraformrc first, then every
-// *.tfrc and *.tfrc.json file in its config directory in name order, such
-// as the credentials.tfrc.json that terraform login writes):
-// credentials, credentials helpers, hosts and other settings from later
-// replace those of the same name, disable_checkpoint* are set if either
-// sets them, the first plugin_cache_dir set stays. Two files with a
-// provider_installation block, or with two different credentials helpers
-// between them, are an error naming both files, as Terraform refuses
-// them. Neither input is changed.
-func (f *CLIConfigFile) Merge(later *CLIConfigFile) (*CLIConfigFile, error) {
-	if f == nil || later == nil {
-		return nil, errors.New("merge CLI configs: nil file")
-	}
-	out := &CLIConfigFile{
-		Path:                       f.Path + ", " + later.Path,
-		DisableCheckpoint:          f.DisableCheckpoint || later.DisableCheckpoint,
-		DisableCheckpointSignature: f.DisableCheckpointSignature || later.DisableCheckpointSignature,
-		PluginCacheDir:             cmpOr(f.PluginCacheDir, later.PluginCacheDir),
-		DefaultRegistryHost:        cmpOr(f.DefaultRegistryHost, later.DefaultRegistryHost),
-		Credentials:                mergeMaps(f.Credentials, later.Credentials),
-		CredentialsHelpers:         mergeMaps(f.CredentialsHelpers, later.CredentialsHelpers),
-		Hosts:                      mergeMaps(f.Hosts, later.Hosts),
-		Other:                      mergeMaps(f.Other, later.Other),
-		ProviderInstallation:       f.ProviderInstallation,
-	}
-	if later.ProviderInstallation != nil {
-		if f.ProviderInstallation != nil {
-			return nil, fmt.Errorf("%w: %s and %s both have a provider_installation block; Terraform allows only one", ErrInvalidCLIConfig, f.Path, later.Path)
-		}
-		out.ProviderInstallation = later.ProviderInstallation
-	}
-	if len(out.CredentialsHelpers) > 1 {
-		return nil, fmt.Errorf("%w: %s and %s name %d credentials helpers between them; Terraform allows only one", ErrInvalidCLIConfig, f.Path, later.Path, len(out.CredentialsHelpers))
-	}
-	return out, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-func mergeMaps[V any](a, b map[string]V) map[string]V {
-	if len(a)+len(b) == 0 {
-		return nil
-	}
-	out := make(map[string]V, len(a)+len(b))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
-}
-
-// Sources returns the cache's sources for the file's provider_installation
-// block, method by method in order: network_mirror is NetworkMirror(url),
-// filesystem_mirror is FilesystemMirror(path) (which reads Terraform's
-// packed and unpacked layouts), direct is Registry(). A method's include
-// and exclude patterns are honoured as Terraform honours them: the source
-// offers only providers that some include pattern matches (all, without
-// include) and no exclude pattern matches. Without a provider_installation
-// block the result is Registry() alone; Terraform's implied local plugin
-// directories (~/.terraform.d/plugins and the like) are not searched.
-// dev_overrides are left to Terraform (an overridden provider is never
-// installed).
-//
-// Errors name the file and the line: a block with no installation method
-// (nothing could be installed), a network_mirror URL that is not https,
-// a relative filesystem_mirror path (Terraform resolves it against each
-// working directory, so it names no one place the cache could read), and
-// OpenTofu's oci_mirror, which the cache cannot follow.
-func (f *CLIConfigFile) Sources() ([]Source, error) {
-	pi := f.ProviderInstallation
-	if pi == nil {
-		return []Source{Registry()}, nil
-	}
-	if len(pi.Methods) == 0 {
-		return nil, &CLIConfigError{Path: pi.file, Line: pi.line, Msg: "provider_installation has no installation method, so no provider could be installed"}
-	}
-	out := make([]Source, 0, len(pi.Methods))
-	for _, m := range pi.Methods {
-		bad := func(format string, args ...any) error {
-			return &CLIConfigError{Path: m.file, Line: m.line, Msg: m.Kind + ": " + fmt.Sprintf(format, args...)}
-		}
-		var s Source
-		switch m.Kind {
-		case "direct":
-			s = Registry()
-		case "network_mirror":
-			u, err := url.Parse(m.Location)
-			if err != nil || u.Scheme != "https" || u.Host == "" {
-				return nil, bad("url %q is not an absolute https URL", m.Location)
-			}
-			s = NetworkMirror(m.Location)
-		case "filesystem_mirror":
-			if !filepath.IsAbs(m.Location) {
-				return nil, bad("path %q is relative: Terraform resolves it against each working directory, so the cache cannot read it; give an absolute path", m.Location)
-			}
-			s = FilesystemMirror(m.Location)
-		default:
-			return nil, bad("the cache cannot install providers from an %s", m.Kind)
-		}
-		if len(m.Include)+len(m.Exclude) > 0 {
-			fs := &filteredSource{src: s}
-			for _, pat := range m.Include {
-				pp, err := parsePattern(pat, f.DefaultRegistryHost)
-				if err != nil {
-					return nil, bad("%v", err)
-				}
-				fs.include = append(fs.include, pp)
-			}
-			for _, pat := range m.Exclude {
-				pp, err := parsePattern(pat, f.DefaultRegistryHost)
-				if err != nil {
-					return nil, bad("%v", err)
-				}
-				fs.exclude = append(fs.exclude, pp)
-			}
-			fs.desc = describePatterns(m.Include, m.Exclude)
-			s = fs
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-// providerPattern is an include or exclude pattern: host (comparison
-// form), namespace and type, each of which may be "*".
-type providerPattern struct{ host, namespace, typ string }
-
-// parsePattern parses a pattern as Terraform does: "HOST/NAMESPACE/TYPE"
-// or "NAMESPACE/TYPE" (on defaultHost, Terraform's registry when empty);
-// a wildcard host needs wildcard namespace and type, a wildcard namespace
-// a wildcard type.
-func parsePattern(s, defaultHost string) (providerPattern, error) {
-	parts := strings.Split(s, "/")
-	if len(parts) < 2 || len(parts) > 3 {
-		return providerPattern{}, fmt.Errorf("provider pattern %q: want HOST/NAMESPACE/TYPE or NAMESPACE/TYPE", s)
-	}
-	var pp providerPattern
-	host := defaultHost
-	if host == "" {
-		host = tfaddr.DefaultProviderRegistryHost.String()
-	}
-	if len(parts) == 3 {
-		host, parts = parts[0], parts[1:]
-	}
-	if host == "*" {
-		pp.host = "*"
-	} else {
-		h, err := svchost.ForComparison(host)
-		if err != nil {
-			return providerPattern{}, fmt.Errorf("provider pattern %q: bad host name: %v", s, err)
-		}
-		pp.host = h.String()
-	}
-	for i, part := range parts {
-		if part != "*" {
-			n, err := tfaddr.ParseProviderPart(part)
-			if err != nil {
-				return providerPattern{}, fmt.Errorf("provider pattern %q: %q is neither * nor a valid name", s, part)
-			}
-			part = n
-		}
-		if i == 0 {
-			pp.namespace = part
-		} else {
-			pp.typ = part
-		}
-	}
-	if pp.host == "*" && (pp.namespace != "*" || pp.typ != "*") {
-		return providerPattern{}, fmt.Errorf("provider pattern %q: a wildcard host needs a wildcard namespace and type", s)
-	}
-	if pp.namespace == "*" && pp.typ != "*" {
-		return providerPattern{}, fmt.Errorf("provider pattern %q: a wildcard namespace needs a wildcard type", s)
-	}
-	return pp, nil
-}
-
-func (pp providerPattern) matches(p Provider) bool {
-	if pp.host != "*" {
-		h, err := svchost.ForComparison(p.Hostname)
-		if err != nil || h.String() != pp.host {
-			return false
-		}
-	}
-	return (pp.namespace == "*" || pp.namespace == p.Namespace) && (pp.typ == "*" || pp.typ == p.Type)
-}
-
-// filteredSource offers only the providers a method's include and exclude
-// patterns let through; exclusion wins, as in Terraform.
-type filteredSource struct {
-	src              Source
-	include, exclude []providerPattern
-	desc             string
-}
-
-func (s *filteredSource) allows(p Provider) bool {
-	for _, pp := range s.exclude {
-		if pp.matches(p) {
-			return false
-		}
-	}
-	if len(s.include) == 0 {
-		return true
-	}
-	for _, pp := range s.include {
-		if pp.matches(p) {
-			return true
-		}
-	}
-	return false
-}
-
-func describePatterns(include, exclude []string) string {
-	var parts []string
-	if len(include) > 0 {
-		parts = append(parts, "include "+strings.Join(include, ", "))
-	}
-	if len(exclude) > 0 {
-		parts = append(parts, "exclude "+strings.Join(exclude, ", "))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// String names the source and its patterns.
-func (s *filteredSource) String() string { return s.src.String() + " (" + s.desc + ")" }
-
-func (s *filteredSource) versions(ctx context.Context, env *fetchEnv, p Provider) ([]*version.Version, error) {
-	if !s.allows(p) {
-		return nil, nil
-	}
-	return s.src.versions(ctx, env, p)
-}
-
-func (s *filteredSource) fetch(ctx context.Context, env *fetchEnv, p Provider, v *version.Version, platform string, dst *os.File) (fetched, error) {
-	if !s.allows(p) {
-		return fetched{}, fmt.Errorf("%w: %s does not offer %s", ErrNotFound, s, p)
-	}
-	return s.src.fetch(ctx, env, p, v, platform, dst)
-}
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

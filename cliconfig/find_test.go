@@ -1,4 +1,4 @@
-package pluginc
+package cliconfig
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestFindCLIConfig(t *testing.T) {
+func TestFind(t *testing.T) {
 	write := func(t *testing.T, p, body string) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
@@ -22,7 +22,7 @@ func TestFindCLIConfig(t *testing.T) {
 	write(t, filepath.Join(home, ".terraform.d", "z.tfrc"), `credentials "a.example" { token = "later" }`)
 
 	// terraform: ~/.terraformrc, then the config dir's files in name order.
-	f, err := FindCLIConfig("terraform", "", env(map[string]string{"HOME": home}))
+	f, err := Find("terraform", "", env(map[string]string{"HOME": home}))
 	require.NoError(t, err)
 	require.Equal(t, "later", f.Credentials["a.example"]["token"])
 	require.Equal(t, "login", f.Credentials["b.example"]["token"])
@@ -30,25 +30,25 @@ func TestFindCLIConfig(t *testing.T) {
 	// TF_CLI_CONFIG_FILE names the one file read.
 	named := filepath.Join(t.TempDir(), "named.tfrc")
 	write(t, named, `credentials "c.example" { token = "named" }`)
-	f, err = FindCLIConfig("terraform", "", env(map[string]string{"HOME": home, "TF_CLI_CONFIG_FILE": named}))
+	f, err = Find("terraform", "", env(map[string]string{"HOME": home, "TF_CLI_CONFIG_FILE": named}))
 	require.NoError(t, err)
 	require.Equal(t, map[string]map[string]any{"c.example": {"token": "named"}}, f.Credentials)
 
 	// A named file that does not exist is no config, as terraform has it.
-	f, err = FindCLIConfig("terraform", "", env(map[string]string{"HOME": home, "TF_CLI_CONFIG_FILE": named + ".missing"}))
+	f, err = Find("terraform", "", env(map[string]string{"HOME": home, "TF_CLI_CONFIG_FILE": named + ".missing"}))
 	require.NoError(t, err)
 	require.Nil(t, f)
 
 	// OpenTofu prefers ~/.tofurc and resolves patterns on its own host.
 	write(t, filepath.Join(home, ".tofurc"), `credentials "d.example" { token = "tofu" }`)
-	f, err = FindCLIConfig("tofu", "tofu.example", env(map[string]string{"HOME": home}))
+	f, err = Find("tofu", "tofu.example", env(map[string]string{"HOME": home}))
 	require.NoError(t, err)
 	require.Equal(t, "tofu", f.Credentials["d.example"]["token"])
 	require.NotContains(t, f.Credentials, "c.example")
 	require.Equal(t, "tofu.example", f.DefaultRegistryHost)
 
 	// Nothing anywhere: nil.
-	f, err = FindCLIConfig("terraform", "", env(map[string]string{"HOME": t.TempDir()}))
+	f, err = Find("terraform", "", env(map[string]string{"HOME": t.TempDir()}))
 	require.NoError(t, err)
 	require.Nil(t, f)
 
@@ -56,17 +56,17 @@ func TestFindCLIConfig(t *testing.T) {
 	// the others are still read.
 	bad := filepath.Join(t.TempDir(), "bad.tfrc")
 	write(t, bad, `credentials "x" {`)
-	f, err = FindCLIConfig("terraform", "", env(map[string]string{"TF_CLI_CONFIG_FILE": bad}))
-	require.ErrorIs(t, err, ErrInvalidCLIConfig)
+	f, err = Find("terraform", "", env(map[string]string{"TF_CLI_CONFIG_FILE": bad}))
+	require.ErrorIs(t, err, ErrInvalid)
 	require.ErrorContains(t, err, bad)
 	require.Nil(t, f)
-	f, err = FindCLIConfig("terraform", "", env(map[string]string{"TF_CLI_CONFIG_FILE": t.TempDir()}))
+	f, err = Find("terraform", "", env(map[string]string{"TF_CLI_CONFIG_FILE": t.TempDir()}))
 	require.ErrorContains(t, err, "left out", "a directory named as the file")
 	require.Nil(t, f)
 	home2 := t.TempDir()
 	write(t, filepath.Join(home2, ".terraformrc"), `plugin_cache_dir = "/x"`)
 	write(t, filepath.Join(home2, ".terraform.d", "broken.tfrc"), `provider_installation { carrier_pigeon {} }`)
-	f, err = FindCLIConfig("terraform", "", env(map[string]string{"HOME": home2}))
+	f, err = Find("terraform", "", env(map[string]string{"HOME": home2}))
 	require.ErrorContains(t, err, "broken.tfrc")
 	require.NotNil(t, f, "the readable file is kept")
 }
