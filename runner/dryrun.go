@@ -68,34 +68,20 @@ func (r *Runner) DryRun(ctx context.Context, cmd Command, units []Unit, opts ...
 	if err := r.usable(); err != nil {
 		return nil, err
 	}
-	if err := cmd.valid(); err != nil {
-		return nil, err
-	}
 	rc, err := r.cfg.run.forCall(opts)
 	if err != nil {
 		return nil, err
 	}
-	g, sel, err := rc.selection(units)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.checkUnits(units, sel); err != nil {
-		return nil, err
-	}
-	eng, err := r.engine(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rs, err := r.newRunState(cmd, &rc, eng, forEngine(units, eng), g)
+	rs, sel, err := r.startRun(ctx, cmd, units, &rc)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.close()
 	rs.feeds = rs.feedsGenerate(sel)
 	var steps []DryRunStep
-	for wave, ids := range g.Waves(sel, rc.policy(cmd)) {
+	for wave, ids := range rs.g.Waves(sel, rc.policy(cmd)) {
 		for _, id := range ids {
-			i, _ := g.Index(id)
+			i, _ := rs.g.Index(id)
 			st, err := rs.dryRunUnit(ctx, i, wave)
 			if err != nil {
 				return nil, fmt.Errorf("dry run of unit %s: %w", id, err)

@@ -150,21 +150,7 @@ func (r *Runner) RunWith(ctx context.Context, cmd Command, units []Unit, opts ..
 
 func (r *Runner) run(ctx context.Context, cmd Command, units []Unit, rc *runConfig) (*Report, error) {
 	start := time.Now()
-	if err := cmd.valid(); err != nil {
-		return nil, err
-	}
-	g, sel, err := rc.selection(units)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.checkUnits(units, sel); err != nil {
-		return nil, err
-	}
-	eng, err := r.engine(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rs, err := r.newRunState(cmd, rc, eng, forEngine(units, eng), g)
+	rs, sel, err := r.startRun(ctx, cmd, units, rc)
 	if err != nil {
 		return nil, err
 	}
@@ -173,11 +159,36 @@ func (r *Runner) run(ctx context.Context, cmd Command, units []Unit, rc *runConf
 		return nil, err
 	}
 	rs.feeds = rs.feedsGenerate(sel)
-	rep := &Report{Command: cmd.String(), Engine: publicEngine(eng)}
+	rep := &Report{Command: cmd.String(), Engine: publicEngine(rs.eng)}
 	rep.Results = rs.run(ctx, sel)
 	rep.Warnings = rs.warnings // every unit is done: no more writers
 	rep.Duration = time.Since(start)
 	return rep, rep.Err()
+}
+
+// startRun checks cmd and units, selects the units rc selects, finds the
+// engine and sets up the Run's state: what Run and DryRun both do first.
+// The caller closes the state.
+func (r *Runner) startRun(ctx context.Context, cmd Command, units []Unit, rc *runConfig) (*runState, []bool, error) {
+	if err := cmd.valid(); err != nil {
+		return nil, nil, err
+	}
+	g, sel, err := rc.selection(units)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.checkUnits(units, sel); err != nil {
+		return nil, nil, err
+	}
+	eng, err := r.engine(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rs, err := r.newRunState(cmd, rc, eng, forEngine(units, eng), g)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rs, sel, nil
 }
 
 // usable refuses a nil or zero Runner (one not made by New): it has no
