@@ -112,6 +112,10 @@ func (r *Runner) readDependencyOutputs(ctx context.Context, rs *runState, sel []
 	pre.em = &emitter{} // the command's events are the Run's; this pass is silent
 	pre.out = nil
 	pre.ordered = true
+	pre.outsideOutputs = make([]bool, len(sel))
+	for i := range sel {
+		pre.outsideOutputs[i] = !sel[i]
+	}
 	pre.run(ctx, feeds)
 	rs.depOutputs = map[int]Result{}
 	for i, f := range feeds {

@@ -57,6 +57,11 @@ var (
 	// the lock timeout ran out. The message says who holds it, since
 	// when, and how to release it if it is stale.
 	ErrStateLocked = errors.New("state locked")
+	// ErrNotApplied reports a dependency outside a Run's selection (run
+	// on another machine, or not yet) whose outputs a Generate needs,
+	// while its state holds none of the outputs its configuration
+	// declares: it has not been applied. The dependent fails naming it.
+	ErrNotApplied = errors.New("dependency not applied")
 	// ErrNoPlan reports an ApplyPlan of a unit with no saved plan.
 	ErrNoPlan = errors.New("no saved plan")
 	// ErrStalePlan reports an ApplyPlan of a unit whose saved plan no

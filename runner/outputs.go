@@ -20,6 +20,12 @@ func (x *unitRun) keepOutputs(ctx context.Context, outs map[string]OutputValue) 
 		outs = map[string]OutputValue{}
 	}
 	x.res.Outputs = outs
+	if len(outs) == 0 && x.rs.outsideOutputs != nil && x.rs.outsideOutputs[x.idx] && x.tree != nil {
+		if root := x.tree.Modules[x.tree.Root]; root != nil && root.Config != nil && len(root.Config.Outputs) > 0 {
+			return fmt.Errorf("%w: unit %s: its state holds none of the %d outputs its configuration declares; apply it first (it is outside this Run's selection)",
+				ErrNotApplied, x.id, len(root.Config.Outputs))
+		}
+	}
 	return nil
 }
 
@@ -34,6 +40,12 @@ func (x *unitRun) readOutputs(ctx context.Context) error {
 		return fmt.Errorf("terraform output: %w", err)
 	}
 	x.res.Outputs = outs
+	if len(outs) == 0 && x.rs.outsideOutputs != nil && x.rs.outsideOutputs[x.idx] && x.tree != nil {
+		if root := x.tree.Modules[x.tree.Root]; root != nil && root.Config != nil && len(root.Config.Outputs) > 0 {
+			return fmt.Errorf("%w: unit %s: its state holds none of the %d outputs its configuration declares; apply it first (it is outside this Run's selection)",
+				ErrNotApplied, x.id, len(root.Config.Outputs))
+		}
+	}
 	return nil
 }
 

@@ -61,7 +61,13 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 	x.emit(PhasePrepare)
 	spec := u.Workdir
 	if u.Generate != nil {
-		files, err := u.Generate(ctx, rs.depResults(i))
+		deps := rs.depResults(i)
+		for _, id := range slices.Sorted(maps.Keys(deps)) {
+			if errors.Is(deps[id].Err, ErrNotApplied) {
+				return res, fmt.Errorf("dependency %s: %w", id, deps[id].Err)
+			}
+		}
+		files, err := u.Generate(ctx, deps)
 		if err != nil {
 			return res, fmt.Errorf("%w: %w", ErrGenerate, err)
 		}

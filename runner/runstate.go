@@ -44,9 +44,13 @@ type runState struct {
 	// ordered forces dependency order (the Output pass ignores
 	// WithIgnoreDependencyOrder, or it could not feed a Generate).
 	ordered bool
-	em      *emitter
-	out     *combined
-	mem     *memGate // the memory budget, and each unit's measured memory
+	// outsideOutputs marks the Output pass over dependencies outside the
+	// selection: a unit there whose state holds none of the outputs its
+	// configuration declares has not been applied (ErrNotApplied).
+	outsideOutputs []bool
+	em             *emitter
+	out            *combined
+	mem            *memGate // the memory budget, and each unit's measured memory
 
 	tmp     string // this Run's private dir: CLI config, module snapshots
 	tmpLock *flock.Flock
