@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -309,6 +310,10 @@ func parallel(n, p int, f func(i int) error) error {
 	return errors.Join(errs...)
 }
 
+// queueSampleUnits is how many units one sample of the queue rows runs
+// through the queue in all.
+const queueSampleUnits = 400_000
+
 // costQueue runs the queue over each count of independent units with a
 // callback that does nothing, and compares CPU per unit with the first.
 func costQueue(counts []int) ([]costRow, error) {
@@ -323,15 +328,25 @@ func costQueue(counts []int) ([]costRow, error) {
 		if err != nil {
 			return rows, err
 		}
-		var per time.Duration // the best of three: neighbours' load shows as CPU too (cache, frequency)
+		// One sample runs the queue over at least 400,000 units in all
+		// (40 Runs of 10,000, 10 of 40,000), after a collection, so that
+		// a few milliseconds of a neighbour's load or of the garbage an
+		// earlier section left do not decide a ratio of microseconds; the
+		// best of three samples: neighbours' load shows as CPU too
+		// (cache, frequency).
+		runs := max(1, queueSampleUnits/n)
+		var per time.Duration
 		for range 3 {
+			runtime.GC()
 			c0 := selfCPU()
-			g.Run(context.Background(), nil, queue.Policy{Parallelism: 16}, nil, func(context.Context, int) error { return nil }, nil)
-			if c := (selfCPU() - c0) / time.Duration(n); per == 0 || c < per {
+			for range runs {
+				g.Run(context.Background(), nil, queue.Policy{Parallelism: 16}, nil, func(context.Context, int) error { return nil }, nil)
+			}
+			if c := (selfCPU() - c0) / time.Duration(n*runs); per == 0 || c < per {
 				per = c
 			}
 		}
-		row := costRow{fmt.Sprintf("queue, %d units, stub engine", n), "CPU per unit (best of 3)", fmt.Sprintf("%.1f us", float64(per)/1e3), "", "", ""}
+		row := costRow{fmt.Sprintf("queue, %d units, stub engine", n), fmt.Sprintf("CPU per unit (best of 3 samples of %d Runs)", runs), fmt.Sprintf("%.2f us", float64(per)/1e3), "", "", ""}
 		if k == 0 {
 			base = per
 		} else {

@@ -17,6 +17,11 @@ type Graph struct {
 	index map[string]int
 	deps  [][]int // deps[i]: the units i depends on, sorted by ID, no repeats
 	rdeps [][]int // rdeps[i]: the units that depend on i, sorted by ID
+	// order is the node indexes in ID order and rank[i] is unit i's
+	// position in it: sorted once in New, since a Graph never changes,
+	// so that a Run over many units never sorts them again.
+	order []int
+	rank  []int
 }
 
 // New validates the units and their dependencies and returns their graph.
@@ -64,6 +69,15 @@ func New(ids []string, deps [][]string) (*Graph, error) {
 	for i := range g.ids {
 		g.sortByID(g.deps[i])
 		g.sortByID(g.rdeps[i])
+	}
+	g.order = make([]int, len(g.ids))
+	for i := range g.order {
+		g.order[i] = i
+	}
+	g.sortByID(g.order)
+	g.rank = make([]int, len(g.ids))
+	for r, i := range g.order {
+		g.rank[i] = r
 	}
 	if cyc := g.findCycle(); cyc != nil {
 		names := make([]string, len(cyc))
@@ -120,15 +134,8 @@ func (g *Graph) sortByID(s []int) {
 
 // sorted returns the node indexes in ID order, the order every walk uses so
 // that errors, waves, shards and start order never depend on the caller's
-// ordering.
-func (g *Graph) sorted() []int {
-	s := make([]int, len(g.ids))
-	for i := range s {
-		s[i] = i
-	}
-	g.sortByID(s)
-	return s
-}
+// ordering. Callers only read it.
+func (g *Graph) sorted() []int { return g.order }
 
 // findCycle returns a cycle as a closed path (first node repeated at the
 // end), or nil. The walk is iterative so that a long chain of units cannot

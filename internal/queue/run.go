@@ -67,9 +67,8 @@ func (g *Graph) Run(ctx context.Context, sel []bool, p Policy, drain <-chan stru
 	remaining := make([]int, n)
 	// ready holds the units that may start, in ID order at any time: a
 	// heap, so each unit costs O(log n) to add and take, never a re-sort.
-	ready := &readyHeap{rank: make([]int, n)}
-	for r, i := range g.sorted() {
-		ready.rank[i] = r
+	ready := &readyHeap{rank: g.rank}
+	for _, i := range g.sorted() {
 		if !sel[i] {
 			continue
 		}
