@@ -21,11 +21,17 @@
 //     /proc/PID/task/TID/children, so a sample costs reads of the tree's
 //     own processes and threads, never a scan of the host's processes. A
 //     process that ends during the walk is left out, never an error.
-//     Resident memory is each process's resident set (/proc/PID/statm),
-//     summed: pages two processes share count twice, so the figure errs
-//     on the high side.
+//     Resident memory is each process's resident set, summed: pages two
+//     processes share count twice, so the figure errs on the high side.
+//     One read of /proc/PID/stat per process gives its resident set, its
+//     CPU time and its start time.
 //   - A Watch samples the trees of the roots it is given at a fixed
-//     interval and keeps their current sum and its peak. A root is named
+//     interval and keeps their current sum and its peak, and the cores
+//     they used between the last two samples (the CPU time of the
+//     processes seen in both, and all of a process's new since, over
+//     the wall time between): a process that ends is not a drop, so a
+//     tree waiting on the network measures near zero and one busy
+//     loading providers near a core per busy process. A root is named
 //     by its PID and start time: once that process ends, a later process
 //     that reuses the PID is never counted. Stop joins its goroutine.
 //   - OOMKills reads the count of the kernel's OOM kills in this

@@ -71,7 +71,8 @@ func Read() (Machine, error) {
 		return m, fmt.Errorf("read memory: %w", err)
 	}
 	m.Total, m.Available = meminfo(mi, "MemTotal:"), meminfo(mi, "MemAvailable:")
-	m.Self, _ = residentOf(os.Getpid())
+	self, _ := readStat(os.Getpid())
+	m.Self = self.rss
 	if m.Total == 0 {
 		return m, errors.New("read memory: no MemTotal in /proc/meminfo")
 	}

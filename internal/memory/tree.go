@@ -11,10 +11,12 @@ import (
 
 var pageSize = int64(os.Getpagesize())
 
-// Proc is one process of a tree and its resident memory.
+// Proc is one process of a tree, its resident memory and the CPU time
+// it has used.
 type Proc struct {
 	PID int
-	RSS int64 // bytes
+	RSS int64         // bytes
+	CPU time.Duration // user and system time since it started
 }
 
 // Tree returns pid and every process under it, each with its resident
@@ -32,11 +34,11 @@ func Tree(pid int) []Proc {
 			continue
 		}
 		seen[p] = true
-		rss, ok := residentOf(p)
+		st, ok := readStat(p)
 		if !ok {
 			continue
 		}
-		out = append(out, Proc{PID: p, RSS: rss})
+		out = append(out, Proc{PID: p, RSS: st.rss, CPU: st.cpu})
 		stack = append(stack, children(p)...)
 	}
 	return out
@@ -51,21 +53,35 @@ func Sum(procs []Proc) int64 {
 	return n
 }
 
-// residentOf reads pid's resident set size; false when it is gone.
-func residentOf(pid int) (int64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+// clockTick is the unit of /proc's CPU times: USER_HZ, 100 on every
+// Linux, whatever the kernel's own tick rate.
+const clockTick = 10 * time.Millisecond
+
+// stat is what one read of /proc/PID/stat gives a sample.
+type stat struct {
+	rss   int64         // resident set, bytes (field 24)
+	cpu   time.Duration // utime + stime (fields 14 and 15)
+	start uint64        // start time in clock ticks since boot (field 22)
+}
+
+// readStat reads pid's /proc/PID/stat; false when it is gone. The
+// command name (field 2) may hold spaces and parentheses, so the fields
+// are counted from its closing parenthesis.
+func readStat(pid int) (stat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, false
+		return stat{}, false
 	}
-	f := bytes.Fields(b)
-	if len(f) < 2 {
-		return 0, false
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return stat{}, false
 	}
-	n, err := strconv.ParseInt(string(f[1]), 10, 64)
-	if err != nil {
-		return 0, false
+	f := bytes.Fields(b[i+2:]) // f[0] is field 3
+	if len(f) < 22 {
+		return stat{}, false
 	}
-	return n * pageSize, true
+	num := func(k int) int64 { n, _ := strconv.ParseInt(string(f[k-3]), 10, 64); return n }
+	return stat{rss: num(24) * pageSize, cpu: time.Duration(num(14)+num(15)) * clockTick, start: uint64(num(22))}, true
 }
 
 // children lists pid's children, from each of its threads.
@@ -94,20 +110,8 @@ func children(pid int) []int {
 // /proc/PID/stat): with the PID it names one process, never a later one
 // that reused the PID. 0 when pid is gone.
 func StartTime(pid int) uint64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
-	}
-	f := bytes.Fields(b[i+2:])
-	if len(f) < 20 {
-		return 0
-	}
-	n, _ := strconv.ParseUint(string(f[19]), 10, 64)
-	return n
+	st, _ := readStat(pid)
+	return st.start
 }
 
 // DefaultInterval is how often a Watch samples unless told otherwise: a
@@ -115,13 +119,23 @@ func StartTime(pid int) uint64 {
 // and a peak shorter than the interval can be missed.
 const DefaultInterval = 100 * time.Millisecond
 
-// Watch samples the process trees of its roots while they run.
+// Watch samples the process trees of its roots while they run: their
+// resident memory and how many cores they used.
 type Watch struct {
 	sampling sync.Mutex // one Sample at a time; mu is not held while /proc is read
 	mu       sync.Mutex
 	roots    []root
 	current  int64
 	peak     int64
+	// cpu is the CPU time of each process seen in the last sample, and
+	// at when it was taken: the next sample's cores used are what the
+	// processes in both used in between, so a process that ended is not
+	// counted as a drop and one new since is counted from its start.
+	cpu      map[int]time.Duration
+	at       time.Time
+	cores    float64
+	measured bool
+	onSample func(cores float64)
 
 	stop chan struct{}
 	done chan struct{}
@@ -155,6 +169,15 @@ func NewWatch(interval time.Duration) *Watch {
 	return w
 }
 
+// OnSample has f called after every sample that measured the cores the
+// trees used (not the first: it has nothing to compare with), outside
+// the Watch's locks. Set it before the first Add.
+func (w *Watch) OnSample(f func(cores float64)) {
+	w.mu.Lock()
+	w.onSample = f
+	w.mu.Unlock()
+}
+
 // Add adds the tree under pid, which must be running, and samples at
 // once.
 func (w *Watch) Add(pid int) {
@@ -179,18 +202,49 @@ func (w *Watch) Sample() {
 	w.mu.Unlock()
 	var sum int64
 	gone := map[root]bool{}
+	cpu := map[int]time.Duration{}
 	for _, r := range roots {
 		if StartTime(r.pid) != r.start {
 			gone[r] = true
 			continue
 		}
-		sum += Sum(Tree(r.pid))
+		for _, p := range Tree(r.pid) {
+			sum += p.RSS
+			cpu[p.PID] = p.CPU
+		}
 	}
+	now := time.Now()
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.roots = slices.DeleteFunc(w.roots, func(r root) bool { return gone[r] })
 	w.current = sum
 	w.peak = max(w.peak, sum)
+	f := w.onSample
+	measured := w.cpu != nil && now.After(w.at)
+	if measured {
+		var used time.Duration
+		for pid, c := range cpu {
+			prev, seen := w.cpu[pid]
+			if !seen || prev > c { // new since, or its PID reused: all of it is new
+				prev = 0
+			}
+			used += c - prev
+		}
+		w.cores = used.Seconds() / now.Sub(w.at).Seconds()
+	}
+	w.cpu, w.at, w.measured = cpu, now, w.measured || measured
+	cores := w.cores
+	w.mu.Unlock()
+	if measured && f != nil {
+		f(cores)
+	}
+}
+
+// Cores is how many cores the trees used between the last two samples
+// (CPU time over wall time), and false before there were two.
+func (w *Watch) Cores() (float64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cores, w.measured
 }
 
 // Current is the sum of the last sample.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -115,4 +116,42 @@ func TestWatchIgnoresAGoneProcess(t *testing.T) {
 	w.mu.Lock()
 	require.Empty(t, w.roots)
 	w.mu.Unlock()
+}
+
+// TestWatchMeasuresCores: a shell spinning in a loop is measured as using
+// CPU between two samples, and the allocator, waiting on its stdin, as
+// using next to none; the callback gets each measured figure.
+func TestWatchMeasuresCores(t *testing.T) {
+	spin := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	require.NoError(t, spin.Start())
+	t.Cleanup(func() { _ = spin.Process.Kill(); _ = spin.Wait() })
+	idle, _ := startAllocator(t, 1)
+
+	busyW, idleW := NewWatch(time.Hour), NewWatch(time.Hour) // sampled by hand
+	defer busyW.Stop()
+	defer idleW.Stop()
+	var got []float64
+	busyW.OnSample(func(c float64) { got = append(got, c) })
+	busyW.Add(spin.Process.Pid)
+	idleW.Add(idle)
+	_, ok := busyW.Cores()
+	require.False(t, ok, "one sample measures nothing")
+
+	// Wait (bounded) until the spinner has used CPU the kernel accounts:
+	// a condition, not a time.
+	before := Tree(spin.Process.Pid)[0].CPU
+	deadline := time.Now().Add(time.Minute)
+	for Tree(spin.Process.Pid)[0].CPU < before+5*clockTick {
+		require.True(t, time.Now().Before(deadline), "the spinner used no CPU in a minute")
+		runtime.Gosched()
+	}
+	busyW.Sample()
+	idleW.Sample()
+	c, ok := busyW.Cores()
+	require.True(t, ok)
+	require.Greater(t, c, 0.0, "a spinning process uses CPU")
+	require.Equal(t, []float64{c}, got)
+	c, ok = idleW.Cores()
+	require.True(t, ok)
+	require.Less(t, c, 0.1, "a process blocked on its stdin uses next to none (its runtime's monitor thread wakes now and then)")
 }
