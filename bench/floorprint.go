@@ -75,6 +75,9 @@ type passResult struct {
 	pass                        string
 	floor                       floorTime
 	workaround, tfisolate, tofu *peerRow
+	// gated is tfisolate with runner.WithCoreGate (issue 16 part 2), nil
+	// when not measured.
+	gated *peerRow
 }
 
 // scenarioResult is what a scenario measured, for the goals at the end.
@@ -126,6 +129,9 @@ func goalsOf(results []scenarioResult) []goal {
 			where := sr.s.key + ", " + pr.pass
 			t := pr.tfisolate
 			add := func(what string, base *peerRow, baseWall time.Duration, target float64) {
+				if t == pr.gated {
+					what += " (core gate)"
+				}
 				g := newGoal(what, where, wallOf(t), baseWall, target)
 				baseCPU := pr.floor.cpuNeeded()
 				if base != nil {
@@ -160,6 +166,14 @@ func goalsOf(results []scenarioResult) []goal {
 				add("cold apply vs floor", nil, pr.floor.value(), goalColdVsFloor)
 			}
 			add(pr.pass+" vs OpenTofu", pr.tofu, wallOf(pr.tofu), goalVsTofu)
+			if pr.gated != nil {
+				t = pr.gated
+				if pr.pass == passWarm {
+					add("warm re-apply vs floor", nil, pr.floor.value(), goalWarmVsFloor)
+				} else {
+					add("cold apply vs floor", nil, pr.floor.value(), goalColdVsFloor)
+				}
+			}
 		}
 	}
 	return gs
@@ -201,7 +215,7 @@ func printPass(out io.Writer, pr passResult) {
 	t = append(t, []string{floorRowLabel, "-", secs(f.value()), "1.00x", ratioCell(f.value(), pr.workaround), ratioCell(f.value(), pr.tofu),
 		secs(f.cpuNeeded()), "-", coresUsed(f.cpuNeeded(), f.value()), fmt.Sprint(floorInits), "0"})
 	var notes []string
-	for _, r := range []*peerRow{pr.workaround, pr.tfisolate, pr.tofu} {
+	for _, r := range []*peerRow{pr.workaround, pr.tfisolate, pr.gated, pr.tofu} {
 		if r == nil {
 			continue
 		}

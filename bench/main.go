@@ -61,6 +61,10 @@ const (
 	nameLarge = "large"
 	nameWide  = "wide"
 	nameTofu  = "tofu"
+	// The floor section's tfisolate row with runner.WithCoreGate (issue
+	// 16 part 2); its skip name and its rows' label.
+	nameGated = "tfisolate (core gate)"
+	skipGated = "gate"
 	// The memory section (issue 16).
 	nameMemory = "memory"
 	// The cost section (issue 24's scale suite).
@@ -68,7 +72,7 @@ const (
 )
 
 var skippable = []string{nameShared, nameDataDir, namePreinit, nameSequential, nameTfisolate, nameCold, nameWarm,
-	nameFloor, nameBase, nameLarge, nameWide, nameTofu, nameMemory, nameCost}
+	nameFloor, nameBase, nameLarge, nameWide, nameTofu, skipGated, nameMemory, nameCost}
 
 type options struct {
 	n            int
@@ -126,7 +130,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.tofu, "tofu", "", "the OpenTofu (1.10 or newer) binary of the OpenTofu rows (default: tofu on PATH, else OpenTofu "+testenv.TofuVersion+" built once from its Go module)")
 	skip := fs.String("skip", "", "comma-separated parts to skip: comparison approaches "+strings.Join(skippable[:5], ", ")+
 		"; comparison passes "+nameCold+", "+nameWarm+" (both: no comparison); "+nameFloor+" (the whole floor section) or its scenarios "+
-		nameBase+", "+nameLarge+", "+nameWide+"; "+nameTofu+" (the OpenTofu rows); "+nameMemory+" (the memory section); "+nameCost+" (the cost section)")
+		nameBase+", "+nameLarge+", "+nameWide+"; "+nameTofu+" (the OpenTofu rows); "+skipGated+" (the floor section's tfisolate row with the core gate); "+nameMemory+" (the memory section); "+nameCost+" (the cost section)")
 	fs.StringVar(&o.root, "root", "", "where the scratch directory is made (default: the temp dir); it is removed at the end unless -keep")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
 	fs.StringVar(&o.markdown, "markdown", "", "also write the tables to this file")

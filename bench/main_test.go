@@ -114,7 +114,7 @@ func TestRunTiny(t *testing.T) {
 			tbl := subsection(t, s, tc.scenario, "#### "+tc.pass)
 			floor := tableRow(t, tbl, "floor")
 			require.Equal(t, "1.00x", floor[3])
-			rows := []string{"tfisolate", "OpenTofu"}
+			rows := []string{"tfisolate", nameGated, "OpenTofu"}
 			if tc.workaround {
 				rows = append(rows, "workaround")
 			} else {
@@ -132,6 +132,7 @@ func TestRunTiny(t *testing.T) {
 			if tc.pass == passWarm {
 				require.Equal(t, "0", floor[9], "an unchanged re-apply needs no init")
 				require.Equal(t, "0", tableRow(t, tbl, "tfisolate")[9], "tfisolate skips init when nothing changed")
+				require.Equal(t, "0", tableRow(t, tbl, nameGated)[9], "so does it with the core gate")
 				require.Equal(t, "3", tableRow(t, tbl, "workaround")[9], "the workaround inits every instance again, after one serial init")
 				require.Equal(t, "2", tableRow(t, tbl, "OpenTofu")[9])
 			}
@@ -147,7 +148,7 @@ func TestRunTiny(t *testing.T) {
 				verdicts = append(verdicts, v)
 			}
 		}
-		require.Len(t, verdicts, 12, "base and large: 2 cold + 3 warm goals, wide: 2 cold goals")
+		require.Len(t, verdicts, 17, "base and large: 2 cold + 3 warm goals, wide: 2 cold goals, and each pass's floor goal again with the core gate")
 		if slices.Contains(verdicts, "MISS") {
 			require.Contains(t, s, "### Where tfisolate's time goes where it misses")
 		} else {

@@ -355,6 +355,13 @@ func (e *env) runScenario(ctx context.Context, out io.Writer, g *provGroup, s fl
 	if err != nil {
 		return res, err
 	}
+	var gated *tfiState
+	if !e.o.skip[skipGated] {
+		if gated, err = e.newTfiState(filepath.Join(dir, "tfisolate-gated"), s); err != nil {
+			return res, err
+		}
+		gated.opts = []runner.Option{runner.WithCoreGate(0)}
+	}
 	passes := []string{passCold}
 	if s.warm {
 		passes = append(passes, passWarm)
@@ -382,6 +389,16 @@ func (e *env) runScenario(ctx context.Context, out io.Writer, g *provGroup, s fl
 		}
 		pr.tfisolate = r
 		logRow(e.log, r)
+		if gated != nil {
+			fmt.Fprintf(e.log, "bench: floor: %s, %s: tfisolate with the core gate...\n", s.key, pass)
+			r, err := e.tfisolateRow(ctx, g, s, gated, wrapperCost)
+			if err != nil {
+				return res, fmt.Errorf("tfisolate (core gate), %s: %w", pass, err)
+			}
+			r.label = nameGated
+			pr.gated = r
+			logRow(e.log, r)
+		}
 		if tofuBin != "" {
 			fmt.Fprintf(e.log, "bench: floor: %s, %s: OpenTofu...\n", s.key, pass)
 			r, err := e.tofuRow(ctx, g, s, tofuBin, tofuDir, again)

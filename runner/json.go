@@ -26,9 +26,11 @@ type jsonEvent struct {
 	// WaitPID: see Event.WaitPID.
 	WaitPID int       `json:"wait_pid,omitempty"`
 	Wait    *jsonWait `json:"wait,omitempty"`
-	// Memory and MemoryWait: see Event.Memory and Event.MemoryWait.
+	// Memory, MemoryWait and CPUWait: see Event.Memory, Event.MemoryWait
+	// and Event.CPUWait.
 	Memory     int64   `json:"memory_bytes,omitempty"`
 	MemoryWait float64 `json:"memory_wait_seconds,omitempty"`
+	CPUWait    float64 `json:"cpu_wait_seconds,omitempty"`
 }
 
 type jsonWait struct {
@@ -79,7 +81,7 @@ func fromJSONWait(j *jsonWait) *Wait {
 // left out when empty (and in wait, instance, state and next_seconds).
 func (e Event) MarshalJSON() ([]byte, error) {
 	return json.Marshal(jsonEvent{Unit: e.Unit, Phase: e.Phase, Status: e.Status, Time: e.Time, Engine: jsonEngine(e.Engine), Retry: e.Retry, Error: errString(e.Err), WaitPID: e.WaitPID, Wait: toJSONWait(e.Wait),
-		Memory: e.Memory, MemoryWait: e.MemoryWait.Seconds()})
+		Memory: e.Memory, MemoryWait: e.MemoryWait.Seconds(), CPUWait: e.CPUWait.Seconds()})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -89,7 +91,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*e = Event{Unit: j.Unit, Phase: j.Phase, Status: j.Status, Time: j.Time, Engine: Engine(j.Engine), Retry: j.Retry, Err: stringErr(j.Error), WaitPID: j.WaitPID, Wait: fromJSONWait(j.Wait),
-		Memory: j.Memory, MemoryWait: seconds(j.MemoryWait)}
+		Memory: j.Memory, MemoryWait: seconds(j.MemoryWait), CPUWait: seconds(j.CPUWait)}
 	return nil
 }
 
@@ -107,6 +109,7 @@ type jsonResult struct {
 	Retries      int                        `json:"retries"`
 	MemoryPeak   int64                      `json:"memory_peak_bytes,omitempty"`
 	MemoryWait   float64                    `json:"memory_wait_seconds,omitempty"`
+	CPUWait      float64                    `json:"cpu_wait_seconds,omitempty"`
 	OutOfMemory  bool                       `json:"out_of_memory,omitempty"`
 	Unchanged    bool                       `json:"unchanged"`
 	InitSkipped  bool                       `json:"init_skipped"`
@@ -209,7 +212,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Duration: r.Duration.Seconds(), LockWait: r.LockWait.Seconds(),
 		InstanceLock: r.InstanceLock, Retries: r.Retries, Unchanged: r.Unchanged, InitSkipped: r.InitSkipped,
 		HasChanges: r.HasChanges, Data: r.Data, Log: r.Log,
-		MemoryPeak: r.MemoryPeak, MemoryWait: r.MemoryWait.Seconds(), OutOfMemory: r.OutOfMemory,
+		MemoryPeak: r.MemoryPeak, MemoryWait: r.MemoryWait.Seconds(), CPUWait: r.CPUWait.Seconds(), OutOfMemory: r.OutOfMemory,
 	}
 	if l := r.StateLock; l != nil {
 		j.StateLock = &jsonStateLock{ID: l.ID, Path: l.Path, Operation: l.Operation, Who: l.Who, Version: l.Version, Created: l.Created, Info: l.Info}
@@ -254,7 +257,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		Unit: j.Unit, Status: j.Status, Err: stringErr(j.Error), Started: j.Started,
 		Duration: seconds(j.Duration), LockWait: seconds(j.LockWait), InstanceLock: j.InstanceLock,
 		Retries: j.Retries, Unchanged: j.Unchanged, InitSkipped: j.InitSkipped, HasChanges: j.HasChanges, Data: j.Data, Log: j.Log,
-		MemoryPeak: j.MemoryPeak, MemoryWait: seconds(j.MemoryWait), OutOfMemory: j.OutOfMemory,
+		MemoryPeak: j.MemoryPeak, MemoryWait: seconds(j.MemoryWait), CPUWait: seconds(j.CPUWait), OutOfMemory: j.OutOfMemory,
 	}
 	if l := j.StateLock; l != nil {
 		r.StateLock = &StateLock{ID: l.ID, Path: l.Path, Operation: l.Operation, Who: l.Who, Version: l.Version, Created: l.Created, Info: l.Info}

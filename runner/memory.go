@@ -202,6 +202,9 @@ func (m *memGate) used() int64 {
 // begin starts watching unit i (admitted, or run without a budget).
 func (m *memGate) begin(i int) *memory.Watch {
 	w := memory.NewWatch(memory.DefaultInterval)
+	if g := m.rs.cpu; g != nil {
+		w.OnSample(func(cores float64) { g.measured(i, cores) })
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u := m.running[i]

@@ -66,6 +66,8 @@ type config struct {
 	recoverLocks bool
 	moduleStore  string
 	memory       memoryOptions
+	coreGate     int  // WithCoreGate's cores (0: the machine's)
+	coreGateSet  bool // WithCoreGate was given
 }
 
 // moduleStoreDir is where remote modules are kept across Runs and
@@ -260,6 +262,30 @@ func WithModuleStore(dir string) Option {
 			return fmt.Errorf("%w: WithModuleStore(\"\")", ErrBadOption)
 		}
 		c.moduleStore = dir
+		return nil
+	})
+}
+
+// WithCoreGate schedules the units' terraform processes by the cores
+// they use, not only by count: a process starts only while fewer than
+// cores units are busy (0: the Go runtime's GOMAXPROCS, the machine's
+// cores or its cgroup's CPU limit). Busy is measured from the CPU time
+// of each unit's process tree (terraform, its providers and
+// provisioners), sampled while it runs: a unit loading its
+// configuration or hashing providers counts, one whose apply waits on
+// its cloud, a lock or a provisioner's sleep does not. So units overlap
+// their CPU-bound phases with other units' waits instead of all loading
+// at once and then all waiting at once. WithParallelism stays the upper
+// bound of units that run; a process never waits while no unit is busy.
+// Each wait sends PhaseCPUWait events and adds to Result.CPUWait.
+// Without this option nothing waits for a core. A count below 0 is
+// refused.
+func WithCoreGate(cores int) Option {
+	return optionFunc(func(c *config) error {
+		if cores < 0 {
+			return fmt.Errorf("%w: WithCoreGate(%d): want cores >= 0 (0: the machine's)", ErrBadOption, cores)
+		}
+		c.coreGate, c.coreGateSet = cores, true
 		return nil
 	})
 }

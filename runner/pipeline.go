@@ -267,7 +267,7 @@ func (x *unitRun) engineEnv(cliConfig string) (map[string]string, error) {
 // newTF returns the unit's way to run terraform processes in dir.
 func (x *unitRun) newTF(dir string, env []string) *tfProcess {
 	t := &tfProcess{path: x.rs.eng.Path, dir: dir, env: env, grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out,
-		outDir: filepath.Join(x.w.DataDir, engineDir), started: x.engineStarted}
+		outDir: filepath.Join(x.w.DataDir, engineDir), started: x.engineStarted, gate: x.waitForCore}
 	x.tfs = append(x.tfs, t)
 	return t
 }

@@ -39,6 +39,9 @@ type Event struct {
 	// MemoryWait is set with PhaseMemoryWait when the unit is admitted
 	// after waiting for memory: how long it waited.
 	MemoryWait time.Duration
+	// CPUWait is set with PhaseCPUWait when the unit's terraform process
+	// may start after waiting for a core: how long it waited.
+	CPUWait time.Duration
 }
 
 // Wait describes a unit waiting for a lock someone else holds. A unit
@@ -121,6 +124,9 @@ type Result struct {
 	// MemoryWait is how long the unit waited for memory under the
 	// budget (see WithMemoryBudget).
 	MemoryWait time.Duration
+	// CPUWait is how long the unit's terraform processes waited for a
+	// core in all (see WithCoreGate).
+	CPUWait time.Duration
 	// OutOfMemory is set when the kernel's OOM killer killed the unit's
 	// terraform or a plugin of it; Err then wraps ErrOutOfMemory.
 	OutOfMemory bool

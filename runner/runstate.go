@@ -51,6 +51,7 @@ type runState struct {
 	em             *emitter
 	out            *combined
 	mem            *memGate // the memory budget, and each unit's measured memory
+	cpu            *cpuGate // WithCoreGate's share of the cores; nil without it
 
 	tmp     string // this Run's private dir: CLI config, module snapshots
 	tmpLock *flock.Flock
@@ -85,6 +86,7 @@ func (r *Runner) newRunState(cmd Command, rc *runConfig, eng engine.Info, units 
 		rs.out = &combined{w: r.cfg.output}
 	}
 	rs.mem = rs.newMemGate()
+	rs.cpu = rs.newCPUGate()
 	if rc.stop != nil {
 		rs.kill = rc.stop.Killing()
 	}
@@ -194,6 +196,7 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 			start := time.Now()
 			res, err := rs.mem.run(ctx, i, rs.runUnitSafely)
 			res.Unit, res.Started, res.Duration = rs.g.ID(i), true, time.Since(start)
+			res.CPUWait = rs.cpu.waitedFor(i)
 			rs.results[i] = res
 			return err
 		},

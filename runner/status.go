@@ -79,9 +79,13 @@ const (
 	// is admitted (Event.MemoryWait: how long it waited), and when it
 	// waits to run again after an OOM kill (Event.Retry set).
 	PhaseMemoryWait
+	// PhaseCPUWait is sent when a unit's next terraform process waits
+	// for a core under WithCoreGate, and again when it may start
+	// (Event.CPUWait: how long it waited).
+	PhaseCPUWait
 )
 
-var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step", "wait", "memory-wait"}
+var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step", "wait", "memory-wait", "cpu-wait"}
 
 // String returns the phase in lower case, as shown in events.
 func (p Phase) String() string {

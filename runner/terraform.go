@@ -38,6 +38,9 @@ type tfProcess struct {
 	// started, when set, is called with each process's PID, and the path
 	// of its stdout file, once it runs.
 	started func(pid int, output string)
+	// gate, when set, is waited for before each process starts (a core
+	// under WithCoreGate); its release is called once the process ended.
+	gate func(ctx context.Context) (release func(), err error)
 	// killed is set once a process had to be killed (it did not stop
 	// after SIGINT, or a Stop's third request): its state locks may be
 	// left behind.
@@ -172,6 +175,13 @@ type runOpts struct {
 func (t *tfProcess) run(ctx context.Context, args []string, o runOpts) (*tfRun, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &tfError{args: args, err: err}
+	}
+	if t.gate != nil {
+		release, err := t.gate(ctx)
+		if err != nil {
+			return nil, &tfError{args: args, err: err}
+		}
+		defer release()
 	}
 	eo, err := newEngineOutput(t.outDir)
 	if err != nil {

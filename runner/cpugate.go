@@ -1,0 +1,196 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// cpuGate is one Run's share of the machine's cores (WithCoreGate): a
+// unit's terraform process starts only while fewer units than there are
+// cores are busy, so that units overlap their CPU-bound phases (init
+// hashing providers, plan and apply loading the configuration and the
+// providers) with other units' waits on their cloud, instead of all
+// loading at once and then all waiting at once.
+//
+// Busy is measured, never assumed: a unit counts as busy from the start
+// of its process until its process tree (sampled by the unit's memory
+// watch, the CPU time of terraform, its providers and provisioners) is
+// measured below busyThreshold in idleSamples samples in a row, and
+// again whenever a later sample measures it above. Sampling cannot see
+// the future: a unit that was idle and becomes busy again (an apply
+// that resumes after its cloud answered) counts from then on, beside
+// the units started meanwhile. A unit whose process waits on the network, a lock or a
+// provisioner's sleep holds no core. A unit's process never waits for a
+// core while no unit is busy, so the gate cannot hold a Run back for
+// good; it only orders starts.
+type cpuGate struct {
+	rs    *runState
+	cores int
+
+	mu      sync.Mutex
+	busy    map[int]bool          // units counted on a core
+	idle    map[int]int           // consecutive samples below the threshold, per busy unit
+	running map[int]bool          // units with a terraform process running
+	waited  map[int]time.Duration // how long each unit waited for a core in all
+	changed chan struct{}         // closed (and replaced) when a unit stops counting
+}
+
+// busyCores is the share of a core above which a unit's process tree
+// counts as busy on a machine with a core for every runnable thread: a
+// terraform waiting on its cloud, with its provider plugins, measures a
+// few percent. On a machine with more runnable threads than cores, a
+// process that could use a whole core gets only its share, so the
+// threshold is scaled by that share (see busyThreshold).
+const busyCores = 0.25
+
+// busyThreshold is busyCores scaled by the share of a core a runnable
+// thread gets now: the machine's cores over its runnable threads (the
+// fourth field of /proc/loadavg), at most 1. Without /proc it is
+// busyCores.
+func busyThreshold() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return busyCores
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 4 {
+		return busyCores
+	}
+	running, _, _ := strings.Cut(f[3], "/")
+	n, err := strconv.Atoi(running)
+	if err != nil || n <= runtime.NumCPU() {
+		return busyCores
+	}
+	return busyCores * float64(runtime.NumCPU()) / float64(n)
+}
+
+// newCPUGate is the Run's gate under WithCoreGate, nil without it. Its
+// cores are the option's, or the Go runtime's GOMAXPROCS (the machine's
+// cores, or its cgroup's CPU limit) for 0.
+func (rs *runState) newCPUGate() *cpuGate {
+	if !rs.cfg.coreGateSet {
+		return nil
+	}
+	cores := rs.cfg.coreGate
+	if cores == 0 {
+		cores = runtime.GOMAXPROCS(0)
+	}
+	return &cpuGate{rs: rs, cores: cores, busy: map[int]bool{}, idle: map[int]int{}, running: map[int]bool{},
+		waited: map[int]time.Duration{}, changed: make(chan struct{})}
+}
+
+// acquire waits until unit i may start a terraform process: fewer busy
+// units than cores, or none busy at all. The unit then counts as busy.
+// It sends a PhaseCPUWait event when it has to wait and another when it
+// may go on, with how long it waited.
+func (g *cpuGate) acquire(ctx context.Context, i int) error {
+	if g == nil {
+		return nil
+	}
+	var start time.Time
+	for {
+		g.mu.Lock()
+		n := len(g.busy)
+		ok := n < g.cores || g.busy[i]
+		ch := g.changed
+		if ok {
+			g.busy[i], g.running[i] = true, true
+			if !start.IsZero() {
+				g.waited[i] += time.Since(start)
+			}
+		}
+		g.mu.Unlock()
+		id := g.rs.g.ID(i)
+		if ok {
+			if !start.IsZero() {
+				g.rs.em.emit(Event{Unit: id, Phase: PhaseCPUWait, Status: Running, CPUWait: time.Since(start)})
+			}
+			return nil
+		}
+		if start.IsZero() {
+			start = time.Now()
+			g.rs.em.emit(Event{Unit: id, Phase: PhaseCPUWait, Status: Running})
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for a core: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// release: unit i's terraform process ended; it no longer counts.
+func (g *cpuGate) release(i int) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.running, i)
+	g.stopCounting(i)
+}
+
+// idleSamples is how many samples in a row must measure a unit below
+// the threshold before its core is free: a terraform loading its
+// configuration can wait a moment on its disk, which is no wait on the
+// cloud.
+const idleSamples = 2
+
+// measured takes a sample of unit i's process tree: busy while it uses
+// busyThreshold or more of a core; after idleSamples samples below, the
+// unit's core is free for another unit.
+func (g *cpuGate) measured(i int, cores float64) {
+	if g == nil {
+		return
+	}
+	busy := cores >= busyThreshold()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case !g.running[i]:
+	case busy:
+		g.busy[i] = true
+		delete(g.idle, i)
+	case g.busy[i]:
+		if g.idle[i]++; g.idle[i] >= idleSamples {
+			g.stopCounting(i)
+		}
+	}
+}
+
+// stopCounting drops unit i from the busy units and wakes the waiting
+// ones; g.mu is held.
+func (g *cpuGate) stopCounting(i int) {
+	if !g.busy[i] {
+		return
+	}
+	delete(g.busy, i)
+	delete(g.idle, i)
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// waitedFor is how long unit i waited for a core in all.
+func (g *cpuGate) waitedFor(i int) time.Duration {
+	if g == nil {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.waited[i]
+}
+
+// waitForCore is the unit's tfProcess gate: it waits for a core and
+// returns what to call when the process has ended.
+func (x *unitRun) waitForCore(ctx context.Context) (release func(), err error) {
+	if err := x.rs.cpu.acquire(ctx, x.idx); err != nil {
+		return nil, err
+	}
+	return func() { x.rs.cpu.release(x.idx) }, nil
+}
