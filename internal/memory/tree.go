@@ -119,6 +119,12 @@ func StartTime(pid int) uint64 {
 // and a peak shorter than the interval can be missed.
 const DefaultInterval = 100 * time.Millisecond
 
+// minSpan is the shortest time between two samples the cores used are
+// measured over: CPU times come in clock ticks, so a shorter span says
+// little. A sample sooner than that (Add samples at once) keeps the
+// earlier one as the baseline.
+const minSpan = 5 * clockTick
+
 // Watch samples the process trees of its roots while they run: their
 // resident memory and how many cores they used.
 type Watch struct {
@@ -219,8 +225,9 @@ func (w *Watch) Sample() {
 	w.current = sum
 	w.peak = max(w.peak, sum)
 	f := w.onSample
-	measured := w.cpu != nil && now.After(w.at)
-	if measured {
+	measured := w.cpu != nil && now.Sub(w.at) >= minSpan
+	switch {
+	case measured:
 		var used time.Duration
 		for pid, c := range cpu {
 			prev, seen := w.cpu[pid]
@@ -230,8 +237,10 @@ func (w *Watch) Sample() {
 			used += c - prev
 		}
 		w.cores = used.Seconds() / now.Sub(w.at).Seconds()
+		w.cpu, w.at, w.measured = cpu, now, true
+	case w.cpu == nil:
+		w.cpu, w.at = cpu, now
 	}
-	w.cpu, w.at, w.measured = cpu, now, w.measured || measured
 	cores := w.cores
 	w.mu.Unlock()
 	if measured && f != nil {
