@@ -67,7 +67,7 @@ type config struct {
 func WithEnv(kv ...string) Option { return func(c *config) { c.env = append(c.env, kv...) } }
 
 // WithStderr sends the child's stderr to w instead of this process's
-// stderr.
+// stderr; a nil w discards it.
 func WithStderr(w io.Writer) Option { return func(c *config) { c.stderr = w } }
 
 // WithSysProcAttr sets the child's OS attributes, such as a process group
