@@ -50,21 +50,39 @@ func child(role string) error {
 	return fmt.Errorf("unknown child role %q", role)
 }
 
+// readChildConfig decodes the child's config, from childConfigEnv, into
+// cfg.
+func readChildConfig(cfg any) error {
+	if err := json.Unmarshal([]byte(os.Getenv(childConfigEnv)), cfg); err != nil {
+		return fmt.Errorf("bad child config: %w", err)
+	}
+	return nil
+}
+
+// openChildStores opens a child's workdir root and plugin cache.
+func openChildStores(root, cache string, opts ...workdir.Option) (*workdir.Manager, *pluginc.Cache, error) {
+	wd, err := workdir.New(root, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := pluginc.Open(cache)
+	if err != nil {
+		return nil, nil, err
+	}
+	return wd, c, nil
+}
+
 // applyChild runs the childConfig's command over its one unit and prints
 // a childResult on its last stdout line.
 func applyChild() error {
 	var cfg childConfig
-	if err := json.Unmarshal([]byte(os.Getenv(childConfigEnv)), &cfg); err != nil {
-		return fmt.Errorf("bad child config: %w", err)
+	if err := readChildConfig(&cfg); err != nil {
+		return err
 	}
 	// The workdir manager logs to stderr, where the parent watches for the
 	// moment this process starts waiting for the instance lock.
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	wd, err := workdir.New(cfg.Root, workdir.WithLogger(log))
-	if err != nil {
-		return err
-	}
-	cache, err := pluginc.Open(cfg.Cache)
+	wd, cache, err := openChildStores(cfg.Root, cfg.Cache, workdir.WithLogger(log))
 	if err != nil {
 		return err
 	}
@@ -120,14 +138,10 @@ type backendsChildResult struct {
 // one line of results.
 func backendsChild() error {
 	var cfg backendsChildConfig
-	if err := json.Unmarshal([]byte(os.Getenv(childConfigEnv)), &cfg); err != nil {
-		return fmt.Errorf("bad child config: %w", err)
-	}
-	wd, err := workdir.New(cfg.Root)
-	if err != nil {
+	if err := readChildConfig(&cfg); err != nil {
 		return err
 	}
-	cache, err := pluginc.Open(cfg.Cache)
+	wd, cache, err := openChildStores(cfg.Root, cfg.Cache)
 	if err != nil {
 		return err
 	}

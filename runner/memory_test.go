@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
-	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -125,18 +124,14 @@ type memoryChild struct {
 
 func runMemoryChild() error {
 	var cfg memoryChild
-	if err := json.Unmarshal([]byte(os.Getenv(childConfigEnv)), &cfg); err != nil {
-		return fmt.Errorf("bad child config: %w", err)
+	if err := readChildConfig(&cfg); err != nil {
+		return err
 	}
 	// The parent moves this process into the cgroup, then says go.
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		return fmt.Errorf("no go: %w", err)
 	}
-	wd, err := workdir.New(cfg.Root)
-	if err != nil {
-		return err
-	}
-	cache, err := pluginc.Open(cfg.Cache)
+	wd, cache, err := openChildStores(cfg.Root, cfg.Cache)
 	if err != nil {
 		return err
 	}
