@@ -1,14 +1,12 @@
 package pluginc
 
 import (
-	"os"
 	"testing"
 
+	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testprovider.Cleanup()
-	os.Exit(code)
-}
+// TestMain runs a child role (process_test.go) when a test re-executed the
+// binary as a second process, and the tests otherwise.
+func TestMain(m *testing.M) { childproc.Main(m, child, testprovider.Cleanup) }

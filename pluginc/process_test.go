@@ -1,32 +1,29 @@
 package pluginc
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 	"github.com/tfisolate/tfisolate/internal/testregistry"
 )
 
-// Child processes are this test binary re-executed with -test.run pointing
-// at TestChildProcess and PLUGINC_CHILD saying what to do. They talk to the
-// parent's registry over loopback, trusting its CA from a file.
+// Child processes are this test binary re-executed by childproc with a
+// role (see child). They talk to the parent's registry over loopback,
+// trusting its CA from a file.
 const (
-	envChild      = "PLUGINC_CHILD"
 	envAddr       = "PLUGINC_CHILD_REGISTRY_ADDR"
 	envHost       = "PLUGINC_CHILD_REGISTRY_HOST"
 	envCA         = "PLUGINC_CHILD_CA_FILE"
@@ -44,26 +41,32 @@ type childResult struct {
 	Stats    Stats
 }
 
-// TestChildProcess is not a test: it is the body of the child processes
-// the tests below start.
-func TestChildProcess(t *testing.T) {
-	mode := os.Getenv(envChild)
-	if mode == "" {
-		t.Skip("helper process for multi-process tests")
-	}
+// child is the body of the child processes the tests below start, by
+// role.
+func child(role string) error {
 	pem, err := os.ReadFile(os.Getenv(envCA))
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	hc, err := testregistry.NewClient(os.Getenv(envHost), os.Getenv(envAddr), pem)
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	// The log goes to stdout so the parent can see when this process waits
 	// for another one's package lock.
 	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c, err := Open(os.Getenv(envCache), WithSource(Registry()), WithHTTPClient(hc), WithLogger(log))
-	require.NoError(t, err)
-	req := Requirement{Provider: testProvider(t), Constraints: "~> 1.0"}
+	if err != nil {
+		return err
+	}
+	p, err := ParseProvider(testprovider.Source)
+	if err != nil {
+		return err
+	}
+	req := Requirement{Provider: p, Constraints: "~> 1.0"}
 	ctx := context.Background()
 
-	switch mode {
+	switch role {
 	case "race":
 		// Start barrier: the parent closes stdin once every child is up.
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -78,97 +81,54 @@ func TestChildProcess(t *testing.T) {
 		wg.Wait()
 		var out childResult
 		for i := range n {
-			require.NoError(t, errs[i])
+			if errs[i] != nil {
+				return errs[i]
+			}
 			out.Packages = append(out.Packages, res[i]...)
 		}
 		out.Stats = c.Stats()
 		b, err := json.Marshal(out)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(os.Getenv(envResult), b, 0o644))
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(os.Getenv(envResult), b, 0o644)
 	case "ensure":
 		_, err := c.Ensure(ctx, req)
-		require.NoError(t, err)
+		return err
 	case "unpack":
 		c.testHookUnpacking = func() {
 			fmt.Println(markerUnpacking)
 			select {} // until killed
 		}
 		_, err := c.Ensure(ctx, req)
-		require.NoError(t, err)
-	default:
-		t.Fatalf("unknown child mode %q", mode)
+		return err
 	}
+	return fmt.Errorf("unknown child role %q", role)
 }
 
-// child is a running child process.
-type child struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string // stdout, line by line, closed at EOF
-	output strings.Builder
-	mu     sync.Mutex
-}
-
-func startChild(t *testing.T, f *registryFixture, mode, cacheDir string, extra ...string) *child {
+// startChild starts a child in role on the cache at cacheDir, talking to
+// f's registry, with extra environment.
+func startChild(t *testing.T, f *registryFixture, role, cacheDir string, extra ...string) *childproc.Proc {
 	t.Helper()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	require.NoError(t, f.srv.WriteCAFile(ca))
-	// The timeout only keeps a broken test from hanging forever.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestChildProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envChild+"="+mode, envAddr+"="+f.srv.Addr(), envHost+"="+f.srv.Host(),
-		envCA+"="+ca, envCache+"="+cacheDir)
-	cmd.Env = append(cmd.Env, extra...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	c := &child{cmd: cmd, stdin: stdin, lines: make(chan string, 1024)}
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			c.mu.Lock()
-			c.output.WriteString(sc.Text() + "\n")
-			c.mu.Unlock()
-			c.lines <- sc.Text()
-		}
-	}()
-	return c
+	env := append([]string{envAddr + "=" + f.srv.Addr(), envHost + "=" + f.srv.Host(), envCA + "=" + ca, envCache + "=" + cacheDir}, extra...)
+	return childproc.Start(t, role, childproc.WithEnv(env...))
 }
 
-// wait waits for the child to exit and fails the test if it failed.
-func (c *child) wait(t *testing.T) {
+// waitChild waits for the child to exit and fails the test if it failed.
+func waitChild(t *testing.T, c *childproc.Proc) {
 	t.Helper()
-	for range c.lines {
-	}
-	err := c.cmd.Wait()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	require.NoError(t, err, "child output:\n%s", c.output.String())
+	err := c.Wait()
+	require.NoError(t, err, "child output:\n%s", c.Output())
 }
 
-// kill SIGKILLs the child and reaps it.
-func (c *child) kill(t *testing.T) {
+// killChild SIGKILLs the child, which must still be running, and reaps
+// it.
+func killChild(t *testing.T, c *childproc.Proc) {
 	t.Helper()
-	require.NoError(t, c.cmd.Process.Kill())
-	for range c.lines {
-	}
-	_ = c.cmd.Wait()
-}
-
-// waitLine waits for a stdout line containing s.
-func (c *child) waitLine(t *testing.T, s string) {
-	t.Helper()
-	for l := range c.lines {
-		if strings.Contains(l, s) {
-			return
-		}
-	}
-	t.Fatalf("child exited without printing %q", s)
+	require.NoError(t, c.Cmd.Process.Kill())
+	_ = c.Kill()
 }
 
 const paddedSize = 20 << 20
@@ -184,7 +144,7 @@ func TestProcessesDownloadOnce(t *testing.T) {
 	// the downloader's package lock.
 	gate := f.srv.Hold()
 
-	var children []*child
+	var children []*childproc.Proc
 	var results []string
 	for i := range procs {
 		res := filepath.Join(t.TempDir(), fmt.Sprintf("result-%d.json", i))
@@ -192,16 +152,20 @@ func TestProcessesDownloadOnce(t *testing.T) {
 		children = append(children, startChild(t, f, "race", cacheDir, envResult+"="+res, fmt.Sprintf("%s=%d", envGoroutines, goroutines)))
 	}
 	for _, c := range children {
-		require.NoError(t, c.stdin.Close()) // start barrier
+		require.NoError(t, c.Stdin.Close()) // start barrier
 	}
 	<-gate.Started()
 	waiting := make(chan struct{}, procs)
 	for _, c := range children {
 		go func() {
-			for l := range c.lines {
+			for {
+				l, ok := c.ReadLine()
+				if !ok {
+					return
+				}
 				if strings.Contains(l, markerWaiting) {
 					waiting <- struct{}{}
-					break
+					return
 				}
 			}
 		}()
@@ -211,7 +175,7 @@ func TestProcessesDownloadOnce(t *testing.T) {
 	}
 	gate.Release()
 	for _, c := range children {
-		c.wait(t)
+		waitChild(t, c)
 	}
 
 	require.Equal(t, 1, f.srv.Downloads(f.key("1.1.0")))
@@ -250,7 +214,7 @@ func TestKilledWhileDownloading(t *testing.T) {
 	gate := f.srv.Hold()
 	ch := startChild(t, f, "ensure", cacheDir)
 	<-gate.Started()
-	ch.kill(t)
+	killChild(t, ch)
 	gate.Release()
 
 	requireKilledLeftovers(t, f, cacheDir, ".zip")
@@ -261,8 +225,8 @@ func TestKilledWhileUnpacking(t *testing.T) {
 	f := startRegistry(t, 0, []string{"1.0.0", "1.1.0"})
 	cacheDir := t.TempDir()
 	ch := startChild(t, f, "unpack", cacheDir)
-	ch.waitLine(t, markerUnpacking)
-	ch.kill(t)
+	ch.WaitLine(t, markerUnpacking)
+	killChild(t, ch)
 
 	requireKilledLeftovers(t, f, cacheDir, ".d")
 }
@@ -358,8 +322,8 @@ func TestKilledWhileRepairing(t *testing.T) {
 	require.NoError(t, os.Remove(c.metaPath(PackageID{f.p, v.String(), testprovider.Platform})))
 
 	ch := startChild(t, f, "unpack", cacheDir)
-	ch.waitLine(t, markerUnpacking)
-	ch.kill(t)
+	ch.WaitLine(t, markerUnpacking)
+	killChild(t, ch)
 	_, err = os.Stat(pkgs[0].Dir)
 	require.True(t, os.IsNotExist(err), "the damaged entry was removed before the reinstall began")
 

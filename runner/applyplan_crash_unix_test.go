@@ -53,12 +53,12 @@ func TestApplyPlanInterruptedIsRefused(t *testing.T) {
 		c := startChild(t, childConfig{TF: e.Path, Root: root, Cache: cacheDir, Spec: u.Workdir, Command: ApplyPlan.String()}, nil)
 		select {
 		case <-started:
-		case <-c.exited:
-			t.Fatalf("the child ended before its apply: %v\n%s", c.err, c.stdout.String())
+		case <-c.Done():
+			t.Fatalf("the child ended before its apply: %v\n%s", c.Wait(), c.Output())
 		}
 		// A crashed machine takes every process with it: no interrupt
 		// reaches terraform.
-		c.crashMachine(t, root)
+		crashMachine(t, c, root)
 
 		// Open the gate for good (plain files instead of fifos), so an
 		// apply of the plan that ran again would finish, not park.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/testbackend"
 	"github.com/tfisolate/tfisolate/internal/testenv"
@@ -59,69 +60,6 @@ output "first" { value = terraform_data.first.input }
 output "last" { value = terraform_data.last.input }
 `
 
-// backendsChildEnv carries, as JSON, what a re-executed test binary runs
-// as TestBackendsChildProcess; unset, that test does nothing.
-const backendsChildEnv = "TFISOLATE_RUNNER_BACKENDS_CHILD"
-
-// backendsChildResultPrefix starts the child's stdout line with its results.
-const backendsChildResultPrefix = "backends-child-results: "
-
-type backendsChildUnit struct {
-	Spec workdir.Spec
-	Env  map[string]string
-}
-
-type backendsChildConfig struct {
-	TF, Root, Cache string
-	LockTimeout     time.Duration
-	Units           []backendsChildUnit
-}
-
-type backendsChildResult struct {
-	Unit, Status, Err, Log string
-	LockWait               time.Duration
-}
-
-// TestBackendsChildProcess is the body of a re-executed test binary that
-// plays a second CI agent: it applies the units of its config with its own
-// workdir root and plugin cache, writes the combined output to stderr
-// (where the parent watches it) and prints one line of results. Run as a
-// normal test it does nothing.
-func TestBackendsChildProcess(t *testing.T) {
-	raw := os.Getenv(backendsChildEnv)
-	if raw == "" {
-		return
-	}
-	var cfg backendsChildConfig
-	require.NoError(t, json.Unmarshal([]byte(raw), &cfg))
-	wd, err := workdir.New(cfg.Root)
-	require.NoError(t, err)
-	cache, err := pluginc.Open(cfg.Cache)
-	require.NoError(t, err)
-	r, err := New(WithWorkdirs(wd), WithPluginCache(cache), WithTerraform(cfg.TF),
-		WithLockTimeout(cfg.LockTimeout), WithOutput(os.Stderr))
-	require.NoError(t, err)
-	units := make([]Unit, len(cfg.Units))
-	for i, u := range cfg.Units {
-		units[i] = Unit{Workdir: u.Spec, Env: u.Env}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	rep, err := r.Run(ctx, Apply, units...)
-	require.NotNil(t, rep, "invalid input: %v", err)
-	var out []backendsChildResult
-	for _, res := range rep.Results {
-		cr := backendsChildResult{Unit: res.Unit, Status: res.Status.String(), Log: res.Log, LockWait: res.LockWait}
-		if res.Err != nil {
-			cr.Err = res.Err.Error()
-		}
-		out = append(out, cr)
-	}
-	b, err := json.Marshal(out)
-	require.NoError(t, err)
-	fmt.Printf("\n%s%s\n", backendsChildResultPrefix, b)
-}
-
 // watchWriter keeps everything written to it and closes seen once it
 // contains want; lines may arrive in pieces from a pipe.
 type watchWriter struct {
@@ -152,38 +90,29 @@ func (w *watchWriter) String() string {
 	return w.buf.String()
 }
 
-// backendsChild is a running TestBackendsChildProcess.
-type backendsChild struct {
-	cmd    *exec.Cmd
-	stdout syncBuffer
-	stderr *watchWriter
-	exited chan struct{}
-	err    error // read after exited
-}
-
-func startBackendsChild(t *testing.T, cfg backendsChildConfig, stderr *watchWriter) *backendsChild {
+// startBackendsChild starts the test binary as a second CI agent (see
+// backendsChild) applying cfg, in a process group of its own, its stderr
+// to stderr. When the test ends, the group is killed.
+func startBackendsChild(t *testing.T, cfg backendsChildConfig, stderr *watchWriter) *childproc.Proc {
 	t.Helper()
 	b, err := json.Marshal(cfg)
 	require.NoError(t, err)
-	c := &backendsChild{stderr: stderr, exited: make(chan struct{})}
-	c.cmd = exec.Command(os.Args[0], "-test.run=^TestBackendsChildProcess$", "-test.count=1")
-	c.cmd.Env = append(os.Environ(), backendsChildEnv+"="+string(b))
-	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, stderr
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, c.cmd.Start())
-	go func() { c.err = c.cmd.Wait(); close(c.exited) }()
+	c := childproc.Start(t, backendsChildRole, childproc.WithEnv(childConfigEnv+"="+string(b)), childproc.WithStderr(stderr),
+		childproc.WithSysProcAttr(&syscall.SysProcAttr{Setpgid: true}), childproc.WithTimeout(childTimeout))
 	t.Cleanup(func() {
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.exited
+		_ = syscall.Kill(-c.PID(), syscall.SIGKILL)
+		<-c.Done()
 	})
 	return c
 }
 
-func (c *backendsChild) results(t *testing.T) map[string]backendsChildResult {
+// backendsResults waits for the child c to exit, requires that it
+// succeeded, and returns its results by unit.
+func backendsResults(t *testing.T, c *childproc.Proc, stderr *watchWriter) map[string]backendsChildResult {
 	t.Helper()
-	<-c.exited
-	out := c.stdout.String()
-	require.NoError(t, c.err, "child stdout:\n%s\nchild stderr:\n%s", out, c.stderr.String())
+	err := c.Wait()
+	out := c.Output()
+	require.NoError(t, err, "child stdout:\n%s\nchild stderr:\n%s", out, stderr.String())
 	i := strings.LastIndex(out, backendsChildResultPrefix)
 	require.GreaterOrEqual(t, i, 0, "no results from the child:\n%s", out)
 	line, _, _ := strings.Cut(out[i+len(backendsChildResultPrefix):], "\n")
@@ -283,8 +212,8 @@ func TestPostgresTwoProcesses(t *testing.T) {
 		Cache: filepath.Join(dir, "b", "cache"), LockTimeout: 2 * time.Minute, Units: agent("b", "")}, waiting)
 	select {
 	case <-waiting.seen:
-	case <-b.exited:
-		t.Fatalf("agent B ended without meeting A's lock on %s: %v\n%s", gated, b.err, waiting.String())
+	case <-b.Done():
+		t.Fatalf("agent B ended without meeting A's lock on %s: %v\n%s", gated, b.Wait(), waiting.String())
 	}
 	// What B waits for is A's terraform, parked on the gate: the server
 	// names it as the holder of a lock.
@@ -302,7 +231,7 @@ func TestPostgresTwoProcesses(t *testing.T) {
 	for _, res := range resA.rep.Results {
 		require.Equal(t, Succeeded, res.Status, "agent A %s: %v", res.Unit, res.Err)
 	}
-	resB := b.results(t)
+	resB := backendsResults(t, b, waiting)
 	require.Len(t, resB, len(schemas))
 	for id, res := range resB {
 		require.Equal(t, "succeeded", res.Status, "agent B %s: %s", id, res.Err)
@@ -317,7 +246,7 @@ func TestPostgresTwoProcesses(t *testing.T) {
 	require.Contains(t, string(log), "tfisolate: apply: state locked by")
 	require.Contains(t, string(log), "state lock acquired after waiting")
 	require.NotContains(t, string(log), "Error acquiring the state lock")
-	require.NotContains(t, b.stderr.String(), "Error acquiring the state lock")
+	require.NotContains(t, waiting.String(), "Error acquiring the state lock")
 	// The server saw B try the lock on the gated schema.
 	lctx, lcancel := context.WithTimeout(testCtx(t), 30*time.Second)
 	defer lcancel()
@@ -382,17 +311,17 @@ func TestHTTPStaleLock(t *testing.T) {
 			c := startChild(t, childConfig{TF: e.Path, Root: root, Cache: cacheDir, Spec: spec(g.dir)}, nil)
 			select {
 			case <-started:
-			case <-c.exited:
-				t.Fatalf("the child ended before its apply: %v\n%s", c.err, c.stdout.String())
+			case <-c.Done():
+				t.Fatalf("the child ended before its apply: %v\n%s", c.Wait(), c.Output())
 			}
 			held, ok := srv.Lock(name)
 			require.True(t, ok, "the child's terraform holds the lock during its apply")
 			require.NotEmpty(t, held.ID)
-			pid := c.cmd.Process.Pid
+			pid := c.PID()
 			// A crashed machine takes all the agent's processes with it
 			// at once: terraform (in a process group of its own) and its
 			// provisioner, with no interrupt that would release the lock.
-			c.crashMachine(t, root)
+			crashMachine(t, c, root)
 			still, ok := srv.Lock(name)
 			require.True(t, ok, "the lock outlives the killed run")
 			require.Equal(t, held.ID, still.ID)

@@ -4,40 +4,37 @@ package runner
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/childproc"
 )
 
-type child struct {
-	cmd    *exec.Cmd
-	stdout syncBuffer
-	exited chan struct{} // closed when the process has been waited for
-	err    error         // its exit; read after exited
-}
-
-func startChild(t *testing.T, cfg childConfig, stderr *notifyWriter) *child {
+// startChild starts the test binary as a child runner (see applyChild)
+// applying cfg, in a process group of its own, with extra environment;
+// its stderr goes to stderr, or nowhere if nil. When the test ends, the
+// group is killed, and with it whatever the child started.
+func startChild(t *testing.T, cfg childConfig, stderr *notifyWriter, env ...string) *childproc.Proc {
 	t.Helper()
 	b, err := json.Marshal(cfg)
 	require.NoError(t, err)
-	c := &child{exited: make(chan struct{})}
-	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	c.cmd.Env = append(os.Environ(), childEnv+"=apply", childConfigEnv+"="+string(b))
-	c.cmd.Stdout = &c.stdout
-	if stderr != nil {
-		c.cmd.Stderr = stderr
+	opts := []childproc.Option{
+		childproc.WithEnv(append([]string{childConfigEnv + "=" + string(b)}, env...)...),
+		childproc.WithSysProcAttr(&syscall.SysProcAttr{Setpgid: true}),
+		childproc.WithTimeout(childTimeout),
+		childproc.WithStderr(nil),
 	}
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, c.cmd.Start())
-	go func() { c.err = c.cmd.Wait(); close(c.exited) }()
+	if stderr != nil {
+		opts = append(opts, childproc.WithStderr(stderr))
+	}
+	c := childproc.Start(t, "apply", opts...)
 	t.Cleanup(func() {
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.exited
+		_ = syscall.Kill(-c.PID(), syscall.SIGKILL)
+		<-c.Done()
 		// Its engine, in a process group of its own, is only interrupted
 		// by the host's death: end it with whatever it started.
 		if cfg.Root != "" {
@@ -47,14 +44,14 @@ func startChild(t *testing.T, cfg childConfig, stderr *notifyWriter) *child {
 	return c
 }
 
-// crashMachine ends the child host the way a machine that loses power
+// crashMachine ends the child host c the way a machine that loses power
 // ends it: the host, its terraform and everything terraform started die
 // at once (the host is frozen first, so it never sees its terraform die
 // and terraform is never interrupted). root is the child's workdir root,
 // which every process started for its units has in its environment.
-func (c *child) crashMachine(t *testing.T, root string) {
+func crashMachine(t *testing.T, c *childproc.Proc, root string) {
 	t.Helper()
-	host := c.cmd.Process.Pid
+	host := c.PID()
 	require.NoError(t, syscall.Kill(-host, syscall.SIGSTOP))
 	// Everything else first: the host's death would interrupt terraform.
 	for _, p := range processesMentioning(t, root) {
@@ -63,7 +60,7 @@ func (c *child) crashMachine(t *testing.T, root string) {
 		}
 	}
 	require.NoError(t, syscall.Kill(-host, syscall.SIGKILL))
-	<-c.exited
+	<-c.Done()
 }
 
 // killMentioning SIGKILLs every process whose environment mentions s.
@@ -75,11 +72,13 @@ func killMentioning(t *testing.T, s string) {
 	}
 }
 
-func (c *child) result(t *testing.T) childResult {
+// resultOf waits for the child c to exit, requires that it succeeded, and
+// returns the childResult on its last stdout line.
+func resultOf(t *testing.T, c *childproc.Proc) childResult {
 	t.Helper()
-	<-c.exited
-	out := strings.TrimSpace(c.stdout.String())
-	require.NoError(t, c.err, "child output:\n%s", out)
+	err := c.Wait()
+	out := strings.TrimSpace(c.Output())
+	require.NoError(t, err, "child output:\n%s", out)
 	var res childResult
 	require.NoError(t, json.Unmarshal([]byte(out[strings.LastIndex(out, "\n")+1:]), &res), out)
 	return res

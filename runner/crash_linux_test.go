@@ -119,12 +119,12 @@ func TestHostDeathInterruptsEngine(t *testing.T) {
 		c := startChild(t, childConfig{TF: e.Path, Root: s.root, Cache: s.cache, Spec: s.spec}, nil)
 		select {
 		case <-started:
-		case <-c.exited:
-			t.Fatalf("the child ended before its apply: %v\n%s", c.err, c.stdout.String())
+		case <-c.Done():
+			t.Fatalf("the child ended before its apply: %v\n%s", c.Wait(), c.Output())
 		}
 		_, fd := engineProcess(t, e.Path, s.root)
-		require.NoError(t, syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL))
-		<-c.exited
+		require.NoError(t, syscall.Kill(-c.PID(), syscall.SIGKILL))
+		<-c.Done()
 		waitProcessEnd(t, fd, 2*time.Minute)
 
 		outs := keptEngineOutputs(t, s.root)
@@ -190,15 +190,15 @@ func TestNextRunWaitsForCrashedEngine(t *testing.T) {
 		c := startChild(t, childConfig{TF: shim, Root: s.root, Cache: s.cache, Spec: s.spec}, nil)
 		select {
 		case <-started:
-		case <-c.exited:
-			t.Fatalf("the child ended before its apply: %v\n%s", c.err, c.stdout.String())
+		case <-c.Done():
+			t.Fatalf("the child ended before its apply: %v\n%s", c.Wait(), c.Output())
 		}
 		tfPID, tfFD := engineProcess(t, e.Path, s.root)
 		shimPID, err := strconv.Atoi(string(procStatFields(tfPID)[1]))
 		require.NoError(t, err)
 		held := hold.started(t)
-		require.NoError(t, syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL))
-		<-c.exited
+		require.NoError(t, syscall.Kill(-c.PID(), syscall.SIGKILL))
+		<-c.Done()
 		// Interrupted, terraform stops; the shim holds on.
 		waitProcessEnd(t, tfFD, 2*time.Minute)
 		select {
@@ -280,8 +280,8 @@ func TestCrashLeftoversReapedFirst(t *testing.T) {
 		c := startChild(t, childConfig{TF: e.Path, Root: s.root, Cache: s.cache, Spec: s.spec}, nil)
 		select {
 		case <-started:
-		case <-c.exited:
-			t.Fatalf("the child ended before its apply: %v\n%s", c.err, c.stdout.String())
+		case <-c.Done():
+			t.Fatalf("the child ended before its apply: %v\n%s", c.Wait(), c.Output())
 		}
 		_, tfFD := engineProcess(t, e.Path, s.root)
 		bgPID := 0
@@ -294,8 +294,8 @@ func TestCrashLeftoversReapedFirst(t *testing.T) {
 		bgFD, err := unix.PidfdOpen(bgPID, 0)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = unix.Close(bgFD) })
-		require.NoError(t, syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL))
-		<-c.exited
+		require.NoError(t, syscall.Kill(-c.PID(), syscall.SIGKILL))
+		<-c.Done()
 		waitProcessEnd(t, tfFD, 2*time.Minute)
 		require.NoError(t, unix.PidfdSendSignal(bgFD, 0, nil, 0), "the background job outlived terraform")
 

@@ -6,14 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
@@ -101,31 +100,15 @@ func TestEnginesInterrupt(t *testing.T) {
 }
 
 // startEngineChild starts the test binary as a child runner (see
-// runChild) applying cfg.Spec with the engine cfg.TF. The child's
+// applyChild) applying cfg.Spec with the engine cfg.TF. The child's
 // environment sends any HTTP(S) request to a dead loopback port, so a
 // child that tried to reach a public registry fails instead of going
 // out: it must get the provider from the warm cache alone.
-func startEngineChild(t *testing.T, cfg childConfig, stderr *notifyWriter) *child {
+func startEngineChild(t *testing.T, cfg childConfig, stderr *notifyWriter) *childproc.Proc {
 	t.Helper()
-	b, err := json.Marshal(cfg)
-	require.NoError(t, err)
-	c := &child{exited: make(chan struct{})}
-	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	const dead = "http://127.0.0.1:1"
-	c.cmd.Env = append(os.Environ(), childEnv+"=apply", childConfigEnv+"="+string(b),
+	return startChild(t, cfg, stderr,
 		"HTTPS_PROXY="+dead, "HTTP_PROXY="+dead, "https_proxy="+dead, "http_proxy="+dead, "NO_PROXY=", "no_proxy=")
-	c.cmd.Stdout = &c.stdout
-	if stderr != nil {
-		c.cmd.Stderr = stderr
-	}
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, c.cmd.Start())
-	go func() { c.err = c.cmd.Wait(); close(c.exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.exited
-	})
-	return c
 }
 
 // TestEnginesTwoProcesses runs one instance from two OS processes at
@@ -152,33 +135,33 @@ func TestEnginesTwoProcesses(t *testing.T) {
 		first := startEngineChild(t, cfg, nil)
 		select {
 		case <-started:
-		case <-first.exited:
-			t.Fatalf("the first process ended before its apply: %v\n%s", first.err, first.stdout.String())
+		case <-first.Done():
+			t.Fatalf("the first process ended before its apply: %v\n%s", first.Wait(), first.Output())
 		}
 		waiting := &notifyWriter{want: "waiting for instance lock", seen: make(chan struct{})}
 		second := startEngineChild(t, cfg, waiting)
 		select {
 		case <-waiting.seen:
-		case <-second.exited:
-			t.Fatalf("the second process ended while the first held the instance: %v\n%s", second.err, second.stdout.String())
+		case <-second.Done():
+			t.Fatalf("the second process ended while the first held the instance: %v\n%s", second.Wait(), second.Output())
 		}
 		started = g.started(t)
 		g.release(t)
-		r1 := first.result(t)
+		r1 := resultOf(t, first)
 		select {
 		case <-started:
-		case <-second.exited:
-			t.Fatalf("the second process never reached its apply: %v\n%s", second.err, second.stdout.String())
+		case <-second.Done():
+			t.Fatalf("the second process never reached its apply: %v\n%s", second.Wait(), second.Output())
 		}
 		g.release(t)
-		r2 := second.result(t)
+		r2 := resultOf(t, second)
 		require.Equal(t, "succeeded", r1.Status, r1.Err)
 		require.Equal(t, "succeeded", r2.Status, r2.Err)
 		require.Zero(t, r1.LockWait, "the first process had the instance to itself")
 		require.Positive(t, r2.LockWait, "the second process waited for the instance lock")
 		// The waiter's Result names the holder: the first process.
 		require.NotNil(t, r2.Holder)
-		require.Equal(t, first.cmd.Process.Pid, r2.Holder.PID)
+		require.Equal(t, first.PID(), r2.Holder.PID)
 		host, _ := os.Hostname()
 		require.Equal(t, host, r2.Holder.Host)
 		require.Nil(t, r1.Holder, "the first process never waited")

@@ -212,8 +212,8 @@ func TestInstanceLockWaitEvents(t *testing.T) {
 		Spec: workdirSpec("s", "inst", src, files(t, map[string]any{"gate": g.dir}, state))}, nil)
 	select {
 	case <-started: // the child holds the instance lock until released
-	case <-c.exited:
-		t.Fatalf("the child ended before its apply started: %v\n%s", c.err, c.stdout.String())
+	case <-c.Done():
+		t.Fatalf("the child ended before its apply started: %v\n%s", c.Wait(), c.Output())
 	}
 
 	rec := &recorder{}
@@ -229,7 +229,7 @@ func TestInstanceLockWaitEvents(t *testing.T) {
 	done := runAsync(t, r, Apply, u)
 	waitFor(t, done, waiting)
 	g.release(t)
-	require.Equal(t, "succeeded", c.result(t).Status)
+	require.Equal(t, "succeeded", resultOf(t, c).Status)
 	o := waitDone(t, done, "the child's release")
 	require.NoError(t, o.err)
 	got := o.rep.Results[0]
@@ -247,7 +247,7 @@ func TestInstanceLockWaitEvents(t *testing.T) {
 	for _, w := range waits[:len(waits)-1] {
 		require.False(t, w.Done)
 		if w.Instance != nil {
-			require.Equal(t, c.cmd.Process.Pid, w.Instance.PID, "the holder is the child")
+			require.Equal(t, c.PID(), w.Instance.PID, "the holder is the child")
 			named = true
 		}
 	}
@@ -256,5 +256,5 @@ func TestInstanceLockWaitEvents(t *testing.T) {
 	require.True(t, last.Done)
 	require.Positive(t, last.Waited)
 	require.LessOrEqual(t, last.Waited, got.LockWait)
-	require.Equal(t, c.cmd.Process.Pid, got.InstanceLock.PID)
+	require.Equal(t, c.PID(), got.InstanceLock.PID)
 }

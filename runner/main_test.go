@@ -1,21 +1,12 @@
 package runner
 
 import (
-	"os"
 	"testing"
 
+	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 )
 
-// childEnv names the child-process role when the test binary re-executes
-// itself to act as a second OS process.
-const childEnv = "TFISOLATE_RUNNER_CHILD"
-
-func TestMain(m *testing.M) {
-	if role := os.Getenv(childEnv); role != "" {
-		os.Exit(runChild(role))
-	}
-	code := m.Run()
-	testprovider.Cleanup()
-	os.Exit(code)
-}
+// TestMain runs a child role (child_test.go) when a test re-executed the
+// binary as a second process, and the tests otherwise.
+func TestMain(m *testing.M) { childproc.Main(m, child, testprovider.Cleanup) }

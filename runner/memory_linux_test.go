@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/memory"
 	"github.com/tfisolate/tfisolate/internal/testprovider/provider"
 	"github.com/tfisolate/tfisolate/workdir"
@@ -225,37 +225,27 @@ func (cg *memCgroup) runIn(t *testing.T, cfg memoryChild) *Report {
 	t.Helper()
 	b, err := json.Marshal(cfg)
 	require.NoError(t, err)
-	self, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+memoryChildRole, childConfigEnv+"="+string(b))
-	in, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	var out, stderr syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	require.NoError(t, cmd.Start())
-	err = os.WriteFile(filepath.Join(cg.dir, "cgroup.procs"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o644)
+	var stderr syncBuffer
+	p := childproc.Start(t, memoryChildRole, childproc.WithEnv(childConfigEnv+"="+string(b)),
+		childproc.WithStderr(&stderr), childproc.WithTimeout(childTimeout))
+	err = os.WriteFile(filepath.Join(cg.dir, "cgroup.procs"), []byte(fmt.Sprint(p.PID())), 0o644)
 	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		_ = p.Kill()
 		t.Skipf("cannot move a process into the memory cgroup %s: %v", cg.dir, err)
 	}
-	_, err = in.Write([]byte("go\n"))
+	_, err = p.Stdin.Write([]byte("go\n"))
 	require.NoError(t, err)
-	require.NoError(t, in.Close())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	require.NoError(t, p.Stdin.Close())
 	select {
-	case err = <-done:
+	case <-p.Done():
 	case <-time.After(5 * time.Minute):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("the child host did not finish in 5 minutes; stdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
+		_ = p.Kill()
+		t.Fatalf("the child host did not finish in 5 minutes; stdout:\n%s\nstderr:\n%s", p.Output(), stderr.String())
 	}
-	require.NoError(t, err, "child host: stdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.NoError(t, p.Wait(), "child host: stdout:\n%s\nstderr:\n%s", p.Output(), stderr.String())
+	lines := strings.Split(strings.TrimSpace(p.Output()), "\n")
 	var rep Report
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &rep), "child host: stdout:\n%s", out.String())
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &rep), "child host: stdout:\n%s", p.Output())
 	return &rep
 }
 

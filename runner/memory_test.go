@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
-	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -123,34 +122,25 @@ type memoryChild struct {
 	NoRetry         bool
 }
 
-func runMemoryChild() int {
+func runMemoryChild() error {
 	var cfg memoryChild
-	if err := json.Unmarshal([]byte(os.Getenv(childConfigEnv)), &cfg); err != nil {
-		fmt.Println("bad child config:", err)
-		return 2
+	if err := readChildConfig(&cfg); err != nil {
+		return err
 	}
 	// The parent moves this process into the cgroup, then says go.
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
-		fmt.Println("no go:", err)
-		return 2
+		return fmt.Errorf("no go: %w", err)
 	}
-	wd, err := workdir.New(cfg.Root)
+	wd, cache, err := openChildStores(cfg.Root, cfg.Cache)
 	if err != nil {
-		fmt.Println(err)
-		return 2
-	}
-	cache, err := pluginc.Open(cfg.Cache)
-	if err != nil {
-		fmt.Println(err)
-		return 2
+		return err
 	}
 	retry := DefaultRetry
 	retry.NoOutOfMemoryRetry = cfg.NoRetry
 	r, err := New(WithWorkdirs(wd), WithPluginCache(cache), WithTerraform(cfg.TF), WithParallelism(len(cfg.Specs)),
 		WithMemoryBudget(cfg.Budget), WithRetry(retry))
 	if err != nil {
-		fmt.Println(err)
-		return 2
+		return err
 	}
 	var units []Unit
 	for _, s := range cfg.Specs {
@@ -158,10 +148,9 @@ func runMemoryChild() int {
 	}
 	rep, err := r.Run(context.Background(), Plan, units...)
 	if rep == nil {
-		fmt.Println("no report:", err)
-		return 2
+		return fmt.Errorf("no report: %v", err)
 	}
 	b, _ := json.Marshal(rep)
 	fmt.Printf("\n%s\n", b)
-	return 0
+	return nil
 }

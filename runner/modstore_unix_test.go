@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/childproc"
 )
 
 // TestRemoteModulesAcrossProcesses: four OS processes, each with its own
@@ -32,7 +34,7 @@ func TestRemoteModulesAcrossProcesses(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(src, lockFileName), lockFileOf(t, w, "plat-ue2-dev", "warm"), 0o644))
 	require.EqualValues(t, 1, ms.downloads.Load())
 
-	var children []*child
+	var children []*childproc.Proc
 	for i := range 4 {
 		inst := fmt.Sprintf("elasticache/redis-%d", i)
 		children = append(children, startChild(t, childConfig{
@@ -41,7 +43,7 @@ func TestRemoteModulesAcrossProcesses(t *testing.T) {
 		}, nil))
 	}
 	for _, c := range children {
-		require.Equal(t, "succeeded", c.result(t).Status)
+		require.Equal(t, "succeeded", resultOf(t, c).Status)
 	}
 	require.EqualValues(t, 2, ms.downloads.Load(), "one fetch for the four processes")
 
@@ -54,15 +56,15 @@ func TestRemoteModulesAcrossProcesses(t *testing.T) {
 	victim := startChild(t, childConfig{TF: w.tf, Root: filepath.Join(w.dir, "agent-k"), Cache: w.cache.Dir(), Spec: spec}, nil)
 	select {
 	case <-ms.requested:
-	case <-victim.exited:
-		t.Fatalf("the process ended before fetching: %s", victim.stdout.String())
+	case <-victim.Done():
+		t.Fatalf("the process ended before fetching: %s", victim.Output())
 	}
-	require.NoError(t, syscall.Kill(-victim.cmd.Process.Pid, syscall.SIGKILL))
-	<-victim.exited
+	require.NoError(t, syscall.Kill(-victim.PID(), syscall.SIGKILL))
+	<-victim.Done()
 	close(ms.hold)
 
 	next := startChild(t, childConfig{TF: w.tf, Root: filepath.Join(w.dir, "agent-n"), Cache: w.cache.Dir(), Spec: spec}, nil)
-	require.Equal(t, "succeeded", next.result(t).Status)
+	require.Equal(t, "succeeded", resultOf(t, next).Status)
 	require.EqualValues(t, 4, ms.downloads.Load(), "the killed fetch is not used: fetched again")
 	leftovers, err := os.ReadDir(filepath.Join(w.cache.Dir(), ".modules", ".modstore", "tmp"))
 	require.NoError(t, err)

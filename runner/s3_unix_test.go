@@ -82,14 +82,14 @@ func TestS3Backend(t *testing.T) {
 				c := startChild(t, childConfig{TF: e.Path, Root: root, Cache: cacheDir, Spec: spec(0, g.dir)}, nil)
 				select {
 				case <-started:
-				case <-c.exited:
-					t.Fatalf("the child ended before its apply: %v\n%s", c.err, c.stdout.String())
+				case <-c.Done():
+					t.Fatalf("the child ended before its apply: %v\n%s", c.Wait(), c.Output())
 				}
 				held, ok, err := moto.Lock(testCtx(t), bucket, key(0), lock)
 				require.NoError(t, err)
 				require.True(t, ok, "the child's engine holds the lock during its apply")
-				pid := c.cmd.Process.Pid
-				c.crashMachine(t, root)
+				pid := c.PID()
+				crashMachine(t, c, root)
 				still, ok, err := moto.Lock(testCtx(t), bucket, key(0), lock)
 				require.NoError(t, err)
 				require.True(t, ok, "the lock outlives the killed run")

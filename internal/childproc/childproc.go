@@ -67,7 +67,7 @@ type config struct {
 func WithEnv(kv ...string) Option { return func(c *config) { c.env = append(c.env, kv...) } }
 
 // WithStderr sends the child's stderr to w instead of this process's
-// stderr.
+// stderr; a nil w discards it.
 func WithStderr(w io.Writer) Option { return func(c *config) { c.stderr = w } }
 
 // WithSysProcAttr sets the child's OS attributes, such as a process group
@@ -79,14 +79,20 @@ func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = 
 
 // Proc is a running child.
 type Proc struct {
-	// Cmd is the child's command, started.
+	// Cmd is the child's command, started. Its ProcessState is set once
+	// Done is closed.
 	Cmd *exec.Cmd
 	// Stdin is the child's stdin; closing it is the usual "let go" signal.
 	Stdin io.WriteCloser
 
-	lines chan string // stdout, line by line; closed at EOF
-	mu    sync.Mutex
-	out   strings.Builder // every stdout line so far
+	mu      sync.Mutex
+	lines   []string      // every stdout line so far
+	read    int           // how many of lines Next, WaitLine and ReadLine took
+	eof     bool          // stdout ended
+	changed chan struct{} // closed and replaced when lines or eof change
+
+	done chan struct{} // closed once the child is reaped
+	err  error         // how it exited; read after done
 }
 
 // Start re-executes the test binary as a child with role, running no
@@ -94,6 +100,17 @@ type Proc struct {
 // the test ends.
 func Start(tb testing.TB, role string, opts ...Option) *Proc {
 	tb.Helper()
+	p, err := Spawn(tb, role, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// Spawn is Start returning a failure to start instead of failing the
+// test, for a goroutine other than the test's, which must not call
+// tb.Fatal.
+func Spawn(tb testing.TB, role string, opts ...Option) (*Proc, error) {
 	cfg := config{stderr: os.Stderr, timeout: DefaultTimeout}
 	for _, o := range opts {
 		o(&cfg)
@@ -106,44 +123,75 @@ func Start(tb testing.TB, role string, opts ...Option) *Proc {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		cancel()
-		tb.Fatalf("childproc: %v", err)
+		return nil, fmt.Errorf("childproc: %w", err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		cancel()
-		tb.Fatalf("childproc: %v", err)
+		return nil, fmt.Errorf("childproc: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
 		cancel()
-		tb.Fatalf("childproc: start child %q: %v", role, err)
+		return nil, fmt.Errorf("childproc: start child %q: %w", role, err)
 	}
-	p := &Proc{Cmd: cmd, Stdin: stdin, lines: make(chan string, 1024)}
+	p := &Proc{Cmd: cmd, Stdin: stdin, changed: make(chan struct{}), done: make(chan struct{})}
+	// The child is read and reaped here, whether or not the test reads
+	// its lines: it never blocks on a full pipe, and Done closes when it
+	// exits. Wait comes after the last read, as os/exec requires.
 	go func() {
-		defer close(p.lines)
+		defer cancel()
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
-			p.mu.Lock()
-			p.out.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			p.lines <- sc.Text()
+			p.update(func() { p.lines = append(p.lines, sc.Text()) })
 		}
+		p.update(func() { p.eof = true })
+		p.err = cmd.Wait()
+		close(p.done)
 	}()
-	tb.Cleanup(func() {
-		_ = p.Kill()
-		cancel()
-	})
-	return p
+	tb.Cleanup(func() { _ = p.Kill() })
+	return p, nil
+}
+
+// update changes the line state under the lock and wakes the readers.
+func (p *Proc) update(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f()
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 // PID is the child's process ID.
 func (p *Proc) PID() int { return p.Cmd.Process.Pid }
 
+// ReadLine returns the child's next stdout line not yet taken, waiting for
+// it, or ok false once the child's stdout has ended. Unlike Next it needs
+// no test, so a goroutine other than the test's may watch the child with
+// it.
+func (p *Proc) ReadLine() (line string, ok bool) {
+	for {
+		p.mu.Lock()
+		if p.read < len(p.lines) {
+			l := p.lines[p.read]
+			p.read++
+			p.mu.Unlock()
+			return l, true
+		}
+		eof, changed := p.eof, p.changed
+		p.mu.Unlock()
+		if eof {
+			return "", false
+		}
+		<-changed // bounded: the child's timeout ends its stdout
+	}
+}
+
 // Next returns the child's next stdout line; it fails the test if the
 // child's stdout ends first.
 func (p *Proc) Next(tb testing.TB) string {
 	tb.Helper()
-	l, ok := <-p.lines
+	l, ok := p.ReadLine()
 	if !ok {
 		tb.Fatalf("childproc: the child's stdout ended; it printed:\n%s", p.Output())
 	}
@@ -163,44 +211,46 @@ func (p *Proc) Expect(tb testing.TB, want string) {
 // the test if the child's stdout ends first.
 func (p *Proc) WaitLine(tb testing.TB, s string) {
 	tb.Helper()
-	for l := range p.lines {
+	for {
+		l, ok := p.ReadLine()
+		if !ok {
+			tb.Fatalf("childproc: the child's stdout ended without %q; it printed:\n%s", s, p.Output())
+		}
 		if strings.Contains(l, s) {
 			return
 		}
 	}
-	tb.Fatalf("childproc: the child's stdout ended without %q; it printed:\n%s", s, p.Output())
 }
 
-// Output is every stdout line the child printed so far.
+// Output is every stdout line the child printed so far, taken or not.
 func (p *Proc) Output() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.out.String()
-}
-
-// Wait reads the rest of the child's stdout, waits for it to exit and
-// returns how it exited (nil for status 0).
-func (p *Proc) Wait() error {
-	for range p.lines {
+	var b strings.Builder
+	for _, l := range p.lines {
+		b.WriteString(l + "\n")
 	}
-	return p.Cmd.Wait()
+	return b.String()
 }
 
-// Kill SIGKILLs the child (on Windows, TerminateProcess) and reaps it. It
-// returns how the child ended: an error for a killed child, nil only if
-// it had already exited with status 0. Calling it again, or after Wait,
-// is harmless.
+// Done is closed once the child has exited and its stdout has ended;
+// Wait then returns at once.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Wait waits for the child to exit and returns how it exited (nil for
+// status 0). Any number of goroutines may call it, at any time.
+func (p *Proc) Wait() error {
+	<-p.done
+	return p.err
+}
+
+// Kill SIGKILLs the child (on Windows, TerminateProcess) and waits for
+// it. It returns how the child ended: an error for a killed child, nil
+// only if it had already exited with status 0. Calling it again, or after
+// Wait, is harmless.
 func (p *Proc) Kill() error {
 	_ = p.Cmd.Process.Kill()
-	for range p.lines {
-	}
-	if p.Cmd.ProcessState != nil {
-		if !p.Cmd.ProcessState.Success() {
-			return fmt.Errorf("childproc: %s", p.Cmd.ProcessState)
-		}
-		return nil
-	}
-	return p.Cmd.Wait()
+	return p.Wait()
 }
 
 // AppendLine appends line and a newline to the file at path, creating it,

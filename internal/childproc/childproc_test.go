@@ -49,6 +49,11 @@ func child(role string) error {
 			}
 		}
 		return nil
+	case "many": // prints more lines than any pipe or queue holds, then exits
+		for i := range 20000 {
+			fmt.Println("line", i)
+		}
+		return nil
 	case "fail":
 		return errors.New("the role failed")
 	}
@@ -124,4 +129,29 @@ func TestAppendLine(t *testing.T) {
 		got[l]++
 	}
 	require.Equal(t, want, got)
+}
+
+// A child the test does not read from still runs to its end: Done closes
+// with every line kept, and a goroutine other than the test's reads them
+// with ReadLine.
+func TestDoneWithoutReading(t *testing.T) {
+	p := childproc.Start(t, "many")
+	<-p.Done() // bounded by the child's timeout
+	require.NoError(t, p.Wait())
+	lines := strings.Split(strings.TrimSuffix(p.Output(), "\n"), "\n")
+	require.Len(t, lines, 20000)
+	require.Equal(t, "line 19999", lines[19999])
+
+	n := make(chan int)
+	go func() {
+		seen := 0
+		for {
+			if _, ok := p.ReadLine(); !ok {
+				n <- seen
+				return
+			}
+			seen++
+		}
+	}()
+	require.Equal(t, 20000, <-n, "ReadLine yields every line once, then ends")
 }

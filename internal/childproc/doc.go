@@ -18,8 +18,13 @@
 //     running when its timeout (WithTimeout, 3 minutes by default) passes
 //     is killed, so a broken test never hangs.
 //   - Reading its output never blocks it: stdout is read line by line
-//     into a buffer as the child writes, kept whole for Output, and Wait
-//     and Kill read what is left before they reap the process.
+//     into a buffer as the child writes, kept whole for Output, whether
+//     or not the test reads it; the child is reaped as soon as it exits,
+//     and Done is closed then, so a test can select on a child's end.
+//   - Each stdout line is taken once, by Next, Expect, WaitLine or
+//     ReadLine; ReadLine needs no test, for goroutines other than the
+//     test's, as does Spawn, which returns a failure to start instead of
+//     failing the test.
 //   - AppendLine, for children that log to one shared file, writes each
 //     line in one O_APPEND write, so no line is lost or torn.
 //

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/childproc"
 )
 
 // Environment of a child process.
@@ -42,16 +43,9 @@ type childGet struct {
 	Tree   map[string]string // readTree of Dir
 }
 
-// runChild is the body of a re-executed test binary. Its inputs come from
-// the environment; it talks to the parent through stdin and stdout lines.
-func runChild(role string) int {
-	if err := child(role); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 1
-	}
-	return 0
-}
-
+// child is the body of a re-executed test binary (see childproc). Its
+// inputs come from the environment; it talks to the parent through stdin
+// and stdout lines.
 func child(role string) error {
 	s, err := Open(os.Getenv(envDir))
 	if err != nil {
@@ -262,73 +256,16 @@ func countLines(t *testing.T, p string) int {
 	return strings.Count(string(b), "\n")
 }
 
-// proc is a running child with line-oriented pipes.
-type proc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string // stdout, line by line, closed at EOF
-}
-
-func startChild(t *testing.T, role string, env ...string) *proc {
+// startChild starts a child in role with extra environment. The timeout
+// only keeps a broken test from hanging.
+func startChild(t *testing.T, role string, env ...string) *childproc.Proc {
 	t.Helper()
-	// The timeout only keeps a broken test from hanging forever.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+role)
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, stdin: stdin, lines: make(chan string, 64)}
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		p.drain()
-		_ = p.cmd.Wait()
-	})
-	return p
+	return childproc.Start(t, role, childproc.WithEnv(env...), childproc.WithTimeout(2*time.Minute))
 }
 
-// next waits for the child's next stdout line.
-func (p *proc) next(t *testing.T) string {
+// kill SIGKILLs the child, which must still be running, and reaps it.
+func kill(t *testing.T, p *childproc.Proc) {
 	t.Helper()
-	l, ok := <-p.lines
-	require.True(t, ok, "child exited early")
-	return l
-}
-
-// expect waits for the child's next stdout line and checks it.
-func (p *proc) expect(t *testing.T, want string) {
-	t.Helper()
-	require.Equal(t, want, p.next(t))
-}
-
-func (p *proc) drain() {
-	for range p.lines {
-	}
-}
-
-// wait waits for the child to exit and fails the test unless it succeeded.
-func (p *proc) wait(t *testing.T) {
-	t.Helper()
-	p.drain()
-	require.NoError(t, p.cmd.Wait())
-}
-
-// kill SIGKILLs the child and reaps it.
-func (p *proc) kill(t *testing.T) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Kill())
-	p.drain()
-	_ = p.cmd.Wait()
+	require.NoError(t, p.Cmd.Process.Kill())
+	_ = p.Kill()
 }

@@ -45,8 +45,8 @@ func TestKilledFillLeavesNoEntry(t *testing.T) {
 
 			c := startChild(t, "crash", envDir+"="+dir, envKey+"="+key, envCount+"="+count,
 				envContent+"=first", envPoint+"="+tc.point)
-			c.expect(t, "at "+tc.point)
-			c.kill(t)
+			c.Expect(t, "at "+tc.point)
+			kill(t, c)
 			if tc.point != "aside" { // aside is before the child's fill
 				fills++
 			}
@@ -102,8 +102,8 @@ func TestOpenSweepsLeftoversOfDeadProcesses(t *testing.T) {
 	dir, count := t.TempDir(), filepath.Join(t.TempDir(), "fills")
 	c := startChild(t, "crash", envDir+"="+dir, envKey+"="+"k", envCount+"="+count,
 		envContent+"=first", envPoint+"=fill")
-	c.expect(t, "at fill")
-	c.kill(t)
+	c.Expect(t, "at fill")
+	kill(t, c)
 	ents, err := os.ReadDir(filepath.Join(dir, stateDir, tmpDir))
 	require.NoError(t, err)
 	require.Len(t, ents, 1)

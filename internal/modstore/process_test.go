@@ -10,6 +10,8 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/childproc"
 )
 
 // TestProcessesFillOnce: 4 processes x 4 goroutines Get one key of an
@@ -21,7 +23,7 @@ func TestProcessesFillOnce(t *testing.T) {
 	const procs = 4
 	dir, count := t.TempDir(), filepath.Join(t.TempDir(), "fills")
 	key := "registry.example/acme/vpc/aws 1.2.3\nmodule.vpc"
-	var children []*proc
+	var children []*childproc.Proc
 	var results []string
 	for i := range procs {
 		res := filepath.Join(t.TempDir(), fmt.Sprintf("result-%d.json", i))
@@ -30,16 +32,16 @@ func TestProcessesFillOnce(t *testing.T) {
 			envDir+"="+dir, envKey+"="+key, envCount+"="+count, envContent+"=v1", envResult+"="+res))
 	}
 	for _, c := range children {
-		c.expect(t, "ready")
+		c.Expect(t, "ready")
 	}
 	for _, c := range children {
-		_, err := c.stdin.Write([]byte("start\n"))
+		_, err := c.Stdin.Write([]byte("start\n"))
 		require.NoError(t, err)
 	}
-	var filler *proc
+	var filler *childproc.Proc
 	waiting := 0
 	for _, c := range children {
-		switch l := c.next(t); l {
+		switch l := c.Next(t); l {
 		case "filling":
 			require.Nil(t, filler, "two processes filling at once")
 			filler = c
@@ -51,10 +53,10 @@ func TestProcessesFillOnce(t *testing.T) {
 	}
 	require.NotNil(t, filler)
 	require.Equal(t, procs-1, waiting)
-	_, err := filler.stdin.Write([]byte("go\n"))
+	_, err := filler.Stdin.Write([]byte("go\n"))
 	require.NoError(t, err)
 	for _, c := range children {
-		c.wait(t)
+		require.NoError(t, c.Wait())
 	}
 
 	require.Equal(t, 1, countLines(t, count), "fill ran more than once")
@@ -93,7 +95,7 @@ func TestWaitForOtherProcessHonoursContext(t *testing.T) {
 	dir, count := t.TempDir(), filepath.Join(t.TempDir(), "fills")
 	const key = "k"
 	holder := startChild(t, "hold", envDir+"="+dir, envKey+"="+key, envCount+"="+count, envContent+"=held")
-	holder.expect(t, "filling")
+	holder.Expect(t, "filling")
 
 	s, err := Open(dir)
 	require.NoError(t, err)
@@ -120,9 +122,9 @@ func TestWaitForOtherProcessHonoursContext(t *testing.T) {
 	require.False(t, ok, "the other process no longer holds the key's lock")
 	require.Equal(t, Stats{Waits: 1}, s.Stats())
 
-	require.NoError(t, holder.stdin.Close())
-	holder.expect(t, "done")
-	holder.wait(t)
+	require.NoError(t, holder.Stdin.Close())
+	holder.Expect(t, "done")
+	require.NoError(t, holder.Wait())
 	got, filled, err := s.Get(context.Background(), key, func(context.Context, string) error {
 		return fmt.Errorf("fill must not run: the other process stored the entry")
 	})

@@ -163,8 +163,8 @@ func TestKilledReplaceLeavesOldOrNothing(t *testing.T) {
 
 			c := startChild(t, "replace", envDir+"="+dir, envKey+"="+key, envCount+"="+count,
 				envContent+"=new", envPoint+"="+tc.point)
-			c.expect(t, "at "+tc.point)
-			c.kill(t)
+			c.Expect(t, "at "+tc.point)
+			kill(t, c)
 			require.Equal(t, 2, countLines(t, count))
 
 			got, filled, err := s.Get(context.Background(), key, countingFill(count, "third"))

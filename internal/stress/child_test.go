@@ -16,8 +16,36 @@ import (
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
+// The roles a test re-executes this binary in (see childproc).
+const (
+	applyRole    = "apply"     // a runner process applying a childConfig
+	soakHostRole = "soak-host" // a soak host (see soakHostEnv)
+)
+
+// childConfigEnv carries an apply child's childConfig, as JSON.
+const childConfigEnv = "TFISOLATE_STRESS_CHILD_CONFIG"
+
+// childTimeout bounds a runner process past the tests' own bounds: it
+// only keeps a broken test from hanging.
+const childTimeout = 10 * time.Minute
+
+// child is the body of a re-executed test binary, by role.
+func child(role string) error {
+	switch role {
+	case applyRole:
+		var cfg childConfig
+		if err := json.Unmarshal([]byte(os.Getenv(childConfigEnv)), &cfg); err != nil {
+			return fmt.Errorf("bad child config: %w", err)
+		}
+		return applyAsChild(cfg)
+	case soakHostRole:
+		return runSoakHost()
+	}
+	return fmt.Errorf("unknown child role %q", role)
+}
+
 // childConfig tells a runner process what to apply; it travels as JSON in
-// the childEnv variable.
+// the childConfigEnv variable.
 type childConfig struct {
 	TF, Root, Cache, Source string
 	// The registry the cache downloads from: the parent's loopback server.
@@ -48,19 +76,6 @@ type childResult struct {
 type unitResult struct {
 	Unit, Status, Err, Log string
 	LockWait               time.Duration
-}
-
-func runChild() int {
-	var cfg childConfig
-	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "bad child config:", err)
-		return 2
-	}
-	if err := applyAsChild(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
 }
 
 func applyAsChild(cfg childConfig) error {

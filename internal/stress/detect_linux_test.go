@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/testenv"
 	"github.com/tfisolate/tfisolate/internal/testregistry"
 )
@@ -64,21 +64,15 @@ resource "terraform_data" "x" { input = var.gen }
 		Gen: "first", Parallelism: 1, LockTimeout: 10 * time.Second, CrashedEngineWait: -1,
 		LogDir: filepath.Join(dir, "logs"),
 	}
-	host := func(cfg soakHostConfig) *exec.Cmd {
+	host := func(cfg soakHostConfig) *childproc.Proc {
 		b, err := json.Marshal(cfg)
 		require.NoError(t, err)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), soakHostEnv+"="+string(b), "TMPDIR="+tmp)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		return cmd
+		return childproc.Start(t, soakHostRole, childproc.WithEnv(soakHostEnv+"="+string(b), "TMPDIR="+tmp),
+			childproc.WithStderr(nil), childproc.WithSysProcAttr(&syscall.SysProcAttr{Setpgid: true}))
 	}
 
 	// The first host is killed while its engine reports its version.
 	first := host(cfg)
-	require.NoError(t, first.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- first.Wait() }()
-	t.Cleanup(func() { _ = first.Process.Kill() })
 	started := make(chan struct{})
 	go func() {
 		// Opening a fifo for reading blocks until the shim opens it; read
@@ -98,13 +92,13 @@ resource "terraform_data" "x" { input = var.gen }
 	})
 	select {
 	case <-started:
-	case err := <-exited:
-		t.Fatalf("the host ended before it ran its engine: %v", err)
+	case <-first.Done():
+		t.Fatalf("the host ended before it ran its engine: %v", first.Wait())
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the host did not run its engine within 2 minutes")
 	}
-	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
-	<-exited
+	require.NoError(t, first.Cmd.Process.Signal(syscall.SIGKILL))
+	<-first.Done()
 	left := tempEntries(t, tmp)
 	require.NotEmpty(t, left, "the killed host left nothing in its TMPDIR: the test no longer kills it mid-detection")
 	t.Logf("left in TMPDIR by the killed host: %v", left)
@@ -120,9 +114,11 @@ resource "terraform_data" "x" { input = var.gen }
 
 	// The next host's Run sweeps what the dead host left.
 	cfg.Engines["terraform"], cfg.Gen = tf, "second"
-	out, err := host(cfg).Output()
+	second := host(cfg)
+	err = second.Wait()
+	out := second.Output()
 	require.NoError(t, err, "the second host:\n%s", out)
-	require.Contains(t, string(out), `"Status":"succeeded"`)
+	require.Contains(t, out, `"Status":"succeeded"`)
 	require.Empty(t, tempEntries(t, tmp), "left in the hosts' TMPDIR after the next Run")
 }
 

@@ -3,14 +3,12 @@
 package stress
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -20,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/sumdb/dirhash"
 
+	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/internal/testenv"
 	"github.com/tfisolate/tfisolate/internal/testprovider"
@@ -76,13 +75,14 @@ func span(n int) []int {
 	return s
 }
 
-// proc is a runner process: the test binary re-executed with childEnv, in
-// its own process group so that a kill reaches everything it started.
+// proc is a runner process: the test binary re-executed as an "apply"
+// child (see child), in its own process group so that a kill reaches
+// everything it started.
 type proc struct {
+	*childproc.Proc
 	name   string
-	cmd    *exec.Cmd
 	stderr bytes.Buffer
-	exited chan struct{} // closed once the process is waited for
+	exited chan struct{} // closed once every line is handled and the process waited for
 	err    error         // its exit status; read after exited
 	res    *childResult  // its last line; nil if it died before
 }
@@ -94,20 +94,17 @@ func startProc(t *testing.T, name string, cfg childConfig, onMsg func(*proc, mes
 	b, err := json.Marshal(cfg)
 	require.NoError(t, err)
 	p := &proc{name: name, exited: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), childEnv+"="+string(b))
-	p.cmd.Stderr = &p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := p.cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
+	p.Proc = childproc.Start(t, applyRole, childproc.WithEnv(childConfigEnv+"="+string(b)), childproc.WithStderr(&p.stderr),
+		childproc.WithSysProcAttr(&syscall.SysProcAttr{Setpgid: true}), childproc.WithTimeout(childTimeout))
 	go func() {
 		defer close(p.exited)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
+		for {
+			l, ok := p.ReadLine()
+			if !ok {
+				break
+			}
 			var m message
-			if json.Unmarshal(sc.Bytes(), &m) != nil {
+			if json.Unmarshal([]byte(l), &m) != nil {
 				continue
 			}
 			if m.Done != nil {
@@ -116,7 +113,7 @@ func startProc(t *testing.T, name string, cfg childConfig, onMsg func(*proc, mes
 				onMsg(p, m)
 			}
 		}
-		p.err = p.cmd.Wait()
+		p.err = p.Wait()
 	}()
 	t.Cleanup(func() {
 		p.kill()
@@ -127,7 +124,7 @@ func startProc(t *testing.T, name string, cfg childConfig, onMsg func(*proc, mes
 
 // kill SIGKILLs the process group: the runner process, and with it (by
 // tfexec's Pdeathsig) its terraform children.
-func (p *proc) kill() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
+func (p *proc) kill() { _ = syscall.Kill(-p.PID(), syscall.SIGKILL) }
 
 // requireSucceeded waits for p and checks that it exited cleanly with every
 // one of its units succeeded.

@@ -27,7 +27,7 @@ func TestInterruptedRunnersReleaseLocks(t *testing.T) {
 	t.Cleanup(func() { killLeftovers(t, w.dir) })
 	instances := span(killInstances)
 	cfg := w.config(instances, killParallelism, killLatency)
-	term := func(p *proc) { _ = p.cmd.Process.Signal(syscall.SIGTERM) }
+	term := func(p *proc) { _ = p.Cmd.Process.Signal(syscall.SIGTERM) }
 
 	victims := []*victim{
 		{k: killParallelism + 1, stop: term, unitDone: make(chan struct{})},

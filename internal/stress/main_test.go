@@ -5,12 +5,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 )
-
-// childEnv, when set, makes the test binary act as a runner process (see
-// runChild) instead of running tests.
-const childEnv = "TFISOLATE_STRESS_CHILD"
 
 // The demo provider is built once per test binary, into buildDir.
 var (
@@ -19,17 +16,12 @@ var (
 	buildErr  error
 )
 
+// TestMain runs a child role (child_test.go) when a test re-executed the
+// binary as a second process, and the tests otherwise.
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		os.Exit(runChild())
-	}
-	if os.Getenv(soakHostEnv) != "" {
-		os.Exit(runSoakHost())
-	}
-	code := m.Run()
-	testprovider.Cleanup()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
+	childproc.Main(m, child, testprovider.Cleanup, func() {
+		if buildDir != "" {
+			_ = os.RemoveAll(buildDir)
+		}
+	})
 }

@@ -3,7 +3,6 @@
 package stress
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -27,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/sumdb/dirhash"
 
+	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/testenv"
@@ -433,7 +432,6 @@ type soakHost struct {
 	name    string
 	gen     string
 	started time.Time
-	cmd     *exec.Cmd
 	pid     int
 	start   uint64
 	stderr  bytes.Buffer
@@ -464,14 +462,11 @@ func (s *soak) startHost(units []int, gen string, final bool) *soakHost {
 	}
 	b, _ := json.Marshal(cfg)
 	h := &soakHost{name: fmt.Sprintf("host %s", gen), gen: gen, started: time.Now(), exited: make(chan struct{}), inflight: map[string]bool{}, faulted: map[string]bool{}}
-	h.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	h.cmd.Env = append(os.Environ(), soakHostEnv+"="+string(b), "TMPDIR="+s.tmp)
-	h.cmd.Stderr = &h.stderr
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := h.cmd.StdoutPipe()
-	if err == nil {
-		err = h.cmd.Start()
-	}
+	// The timeout is past every bound of the soak's own: it only keeps a
+	// broken soak from hanging.
+	p, err := childproc.Spawn(s.t, soakHostRole, childproc.WithEnv(soakHostEnv+"="+string(b), "TMPDIR="+s.tmp),
+		childproc.WithStderr(&h.stderr), childproc.WithSysProcAttr(&syscall.SysProcAttr{Setpgid: true}),
+		childproc.WithTimeout(s.duration+3*soakBound))
 	if err != nil {
 		if final {
 			s.failf("start the final host: %v", err)
@@ -479,7 +474,7 @@ func (s *soak) startHost(units []int, gen string, final bool) *soakHost {
 		s.violation("start host %s: %v", gen, err)
 		return nil
 	}
-	h.pid = h.cmd.Process.Pid
+	h.pid = p.PID()
 	_, h.start, _ = procStat(h.pid)
 	s.mu.Lock()
 	s.live[h.pid] = h
@@ -487,11 +482,13 @@ func (s *soak) startHost(units []int, gen string, final bool) *soakHost {
 	s.mu.Unlock()
 	go func() {
 		defer close(h.exited)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
+		for {
+			line, ok := p.ReadLine()
+			if !ok {
+				break
+			}
 			var l soakLine
-			if json.Unmarshal(sc.Bytes(), &l) != nil {
+			if json.Unmarshal([]byte(line), &l) != nil {
 				continue
 			}
 			switch {
@@ -508,7 +505,7 @@ func (s *soak) startHost(units []int, gen string, final bool) *soakHost {
 				h.mu.Unlock()
 			}
 		}
-		h.err = h.cmd.Wait()
+		h.err = p.Wait()
 		s.mu.Lock()
 		delete(s.live, h.pid)
 		s.mu.Unlock()

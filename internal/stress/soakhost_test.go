@@ -18,9 +18,10 @@ import (
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
-// soakHostEnv, when set, makes the test binary act as a soak host (see
-// runSoakHost): a Go program using runner, workdir and pluginc, as an
-// operator's tool would, that TestSoak starts, kills and starts again.
+// soakHostEnv carries, as JSON, the soakHostConfig of a test binary
+// re-executed in the soakHostRole as a soak host (see runSoakHost): a Go
+// program using runner, workdir and pluginc, as an operator's tool would,
+// that TestSoak starts, kills and starts again.
 const soakHostEnv = "TFISOLATE_SOAK_HOST"
 
 // soakStack is the stack of every soak instance.
@@ -131,23 +132,21 @@ type soakResult struct {
 	Waited                       time.Duration
 }
 
-func runSoakHost() int {
+func runSoakHost() error {
 	var cfg soakHostConfig
 	if err := json.Unmarshal([]byte(os.Getenv(soakHostEnv)), &cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "bad soak host config:", err)
-		return 2
+		return fmt.Errorf("bad soak host config: %w", err)
 	}
 	out, err := soakApply(cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	for _, r := range out.Results {
 		if r.Status != runner.Succeeded.String() {
-			return 1
+			return fmt.Errorf("unit %s %s", r.Unit, r.Status)
 		}
 	}
-	return 0
+	return nil
 }
 
 // soakApply applies cfg.Units, one Run per engine, the Runs side by side,
