@@ -82,7 +82,8 @@ func WithMirrorRefresh(d time.Duration) MirrorOption {
 // this process and in any other process sharing the cache dir, cause
 // one upstream download. The archive is the verified entry packed again
 // deterministically (files in path order, modes kept, a fixed time,
-// deflate): its h1: is the entry's, and VERSION.json lists the hashes the
+// stored uncompressed: the same bytes from any build of the mirror, and
+// no CPU spent per request): its h1: is the entry's, and VERSION.json lists the hashes the
 // cache recorded at install (the h1: and the zh: of every platform the
 // upstream vouched for), so a client checks the archive by its h1: and
 // a lock file made from a direct install verifies against it. Each
@@ -366,8 +367,10 @@ var archiveTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // packEntry writes the files of dir that rec lists as a zip to w:
 // regular files only (h1: counts nothing else), in path order, with their
-// recorded modes and a fixed time, each checked against its recorded
-// size and SHA-256 as it is read. An error means the zip is incomplete.
+// recorded modes and a fixed time, stored (deflate's output may change
+// from one Go release to the next, and would cost CPU on every request),
+// each checked against its recorded size and SHA-256 as it is read. An
+// error means the zip is incomplete.
 func packEntry(w io.Writer, dir string, rec treesum.Tree) error {
 	files := slices.Clone(rec)
 	slices.SortFunc(files, func(a, b treesum.Entry) int { return strings.Compare(a.Path, b.Path) })
@@ -376,7 +379,7 @@ func packEntry(w io.Writer, dir string, rec treesum.Tree) error {
 		if !f.Mode.IsRegular() {
 			continue
 		}
-		h := &zip.FileHeader{Name: f.Path, Method: zip.Deflate, Modified: archiveTime}
+		h := &zip.FileHeader{Name: f.Path, Method: zip.Store, Modified: archiveTime}
 		h.SetMode(f.Mode)
 		fw, err := zw.CreateHeader(h)
 		if err != nil {
