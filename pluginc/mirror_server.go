@@ -105,7 +105,7 @@ func (c *Cache) MirrorHandler(opts ...MirrorOption) http.Handler {
 			o.apply(&cfg)
 		}
 	}
-	return &mirror{c: c, cfg: cfg, listed: map[Provider]time.Time{}}
+	return &mirror{c: c, cfg: cfg, listed: map[Provider]time.Time{}, lists: flight.Group[*listing]{Forget: true}}
 }
 
 // mirror is the handler MirrorHandler returns.
@@ -219,9 +219,9 @@ func (m *mirror) index(w http.ResponseWriter, r *http.Request, p Provider) error
 	return writeMirrorJSON(w, r, map[string]any{"versions": vs})
 }
 
-// version answers VERSION.json: an archive per platform of the cache,
-// each package ensured first, so its hashes are the ones recorded at
-// install.
+// version answers VERSION.json: an archive per platform of the cache
+// that the upstream has, each package ensured first, so its hashes are
+// the ones recorded at install.
 func (m *mirror) version(w http.ResponseWriter, r *http.Request, p Provider, ver string) error {
 	v, err := m.offered(r.Context(), p, ver)
 	if err != nil {
@@ -234,10 +234,16 @@ func (m *mirror) version(w http.ResponseWriter, r *http.Request, p Provider, ver
 	archives := map[string]archive{}
 	for _, plat := range m.c.platforms {
 		pkg, err := m.c.ensurePackage(r.Context(), PackageID{Provider: p, Version: v, Platform: plat})
+		if errors.Is(err, ErrNotFound) && len(m.c.platforms) > 1 {
+			continue // the upstream does not build this platform; the others are still served
+		}
 		if err != nil {
 			return err
 		}
 		archives[plat] = archive{URL: archiveName(p, v, plat), Hashes: pkg.Hashes}
+	}
+	if len(archives) == 0 {
+		return notFound("version %s of %s has a package for none of the mirror's platforms (%s)", v, p, strings.Join(m.c.platforms, ", "))
 	}
 	return writeMirrorJSON(w, r, map[string]any{"archives": archives})
 }
