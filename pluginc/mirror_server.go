@@ -80,7 +80,8 @@ func WithMirrorRefresh(d time.Duration) MirrorOption {
 // package through Ensure's own path: the cache's sources, verified,
 // under the package's flock, so concurrent requests for one package, in
 // this process and in any other process sharing the cache dir, cause
-// one upstream download. The archive is the verified entry packed again
+// one upstream download; a fill goes on when the client that asked for
+// it goes away, so the next request does not download it again. The archive is the verified entry packed again
 // deterministically (files in path order, modes kept, a fixed time,
 // stored uncompressed: the same bytes from any build of the mirror, and
 // no CPU spent per request): its h1: is the entry's, and VERSION.json lists the hashes the
@@ -96,7 +97,7 @@ func WithMirrorRefresh(d time.Duration) MirrorOption {
 // path trying to leave the tree), 404 for a provider, version or
 // platform the mirror does not offer, 405 for methods other than GET and
 // HEAD, 401 without the token (WithMirrorToken), 502 when the upstream
-// fails. Failures are logged (Warn) on the cache's logger with the path
+// fails, 500 when the cache itself is unsafe (ErrUnsafePath). Failures are logged (Warn) on the cache's logger with the path
 // and the error, never a request header.
 func (c *Cache) MirrorHandler(opts ...MirrorOption) http.Handler {
 	cfg := mirrorConfig{refresh: DefaultMirrorRefresh}
@@ -144,6 +145,8 @@ func statusOf(err error) int {
 		return me.status
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrLockedVersion):
 		return http.StatusNotFound
+	case errors.Is(err, ErrUnsafePath):
+		return http.StatusInternalServerError // the mirror's own cache, not the upstream
 	}
 	return http.StatusBadGateway
 }
@@ -233,7 +236,7 @@ func (m *mirror) version(w http.ResponseWriter, r *http.Request, p Provider, ver
 	}
 	archives := map[string]archive{}
 	for _, plat := range m.c.platforms {
-		pkg, err := m.c.ensurePackage(r.Context(), PackageID{Provider: p, Version: v, Platform: plat})
+		pkg, err := m.c.ensurePackage(fillContext(r), PackageID{Provider: p, Version: v, Platform: plat})
 		if errors.Is(err, ErrNotFound) && len(m.c.platforms) > 1 {
 			continue // the upstream does not build this platform; the others are still served
 		}
@@ -273,10 +276,10 @@ func (m *mirror) archive(w http.ResponseWriter, r *http.Request, p Provider, fil
 		return err
 	}
 	id := PackageID{Provider: p, Version: v, Platform: plat}
-	if _, err := m.c.ensurePackage(r.Context(), id); err != nil {
+	if _, err := m.c.ensurePackage(fillContext(r), id); err != nil {
 		return err
 	}
-	files, err := m.verifiedFiles(r.Context(), id)
+	files, err := m.verifiedFiles(fillContext(r), id)
 	if err != nil {
 		return err
 	}
@@ -294,6 +297,13 @@ func (m *mirror) archive(w http.ResponseWriter, r *http.Request, p Provider, fil
 	}
 	return nil
 }
+
+// fillContext is the context a request fills a package under: the
+// request's values without its end, so a fill goes on when the client
+// that asked for it goes away (bounded by the cache's own network
+// limits, as every fill) and the next request finds the package instead
+// of downloading it again.
+func fillContext(r *http.Request) context.Context { return context.WithoutCancel(r.Context()) }
 
 // verifiedFiles returns the record of the entry's files that the archive
 // is checked against while it is sent: this process's proof in a shared
