@@ -23,6 +23,7 @@ import (
 	"golang.org/x/mod/sumdb/dirhash"
 
 	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testregistry"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
@@ -380,4 +381,37 @@ func TestMirrorPlatforms(t *testing.T) {
 	require.NotContains(t, got.Archives[testprovider.Platform].Hashes, h1)
 	status, body := m.get(t, providerPath("terraform-provider-"+testprovider.Type+"_1.0.0_netbsd_arm.zip"))
 	require.Equal(t, http.StatusNotFound, status, string(body))
+}
+
+// TestMirrorUpstreamFailure: an upstream that refuses the mirror is a 502
+// naming the failure, logged by the mirror.
+func TestMirrorUpstreamFailure(t *testing.T) {
+	reg := startRegistry(t, 0, []string{"1.0.0"}, testregistry.WithToken("the-mirror-lacks-it"))
+	m := startMirror(t, reg)
+	status, body := m.get(t, providerPath("index.json"))
+	require.Equal(t, http.StatusBadGateway, status)
+	require.Contains(t, string(body), "401")
+	require.Contains(t, m.log.String(), "provider mirror request failed")
+	require.Contains(t, m.log.String(), "status=502")
+}
+
+// FuzzMirrorPath: no request path makes the handler panic or answer
+// anything but a 4xx (the mirror's sources offer nothing, so nothing is
+// found).
+func FuzzMirrorPath(f *testing.F) {
+	for _, s := range []string{"/", "/a/b/c/index.json", "/a/b/c/1.0.0.json", "/../../etc/passwd", "/a/b/c/terraform-provider-c_1.0.0_linux_amd64.zip",
+		"/a/b/c/terraform-provider-c___.zip", "/a/b/c/terraform-provider-c_1.0.0__.zip", "/a//c/index.json", "/A/B/C/INDEX.JSON", "/a/b/c/.json", "/xn--/b/c/index.json"} {
+		f.Add(s)
+	}
+	c, err := Open(f.TempDir(), WithSource(FilesystemMirror(f.TempDir())), WithPlatforms("linux_amd64", "darwin_arm64"))
+	require.NoError(f, err)
+	h := c.MirrorHandler()
+	f.Fuzz(func(t *testing.T, path string) {
+		r := httptest.NewRequest(http.MethodGet, "https://mirror.test/", nil)
+		r.URL.Path = path
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		require.GreaterOrEqual(t, w.Code, 400, "%q: %s", path, w.Body)
+		require.Less(t, w.Code, 500, "%q: %s", path, w.Body)
+	})
 }
