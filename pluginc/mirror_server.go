@@ -97,8 +97,9 @@ func WithMirrorRefresh(d time.Duration) MirrorOption {
 // path trying to leave the tree), 404 for a provider, version or
 // platform the mirror does not offer, 405 for methods other than GET and
 // HEAD, 401 without the token (WithMirrorToken), 502 when the upstream
-// fails, 500 when the cache itself is unsafe (ErrUnsafePath). Failures are logged (Warn) on the cache's logger with the path
-// and the error, never a request header.
+// fails, 500 when the cache itself is unsafe (ErrUnsafePath). Failures
+// are logged (Warn) on the cache's logger with the path and the error,
+// never a request header.
 func (c *Cache) MirrorHandler(opts ...MirrorOption) http.Handler {
 	cfg := mirrorConfig{refresh: DefaultMirrorRefresh}
 	for _, o := range opts {
