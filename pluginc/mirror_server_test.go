@@ -415,3 +415,26 @@ func FuzzMirrorPath(f *testing.F) {
 		require.Less(t, w.Code, 500, "%q: %s", path, w.Body)
 	})
 }
+
+// TestMirrorSharedCache: a mirror on a cache shared with a group
+// (WithSharedGroup) serves an entry another process installed only once
+// it has verified it against the upstream itself, as Ensure would.
+func TestMirrorSharedCache(t *testing.T) {
+	reg := startRegistry(t, 0, []string{"1.0.0"})
+	dir := filepath.Join(t.TempDir(), "shared")
+	want, err := dirhash.HashZip(reg.zips["1.0.0"], dirhash.Hash1)
+	require.NoError(t, err)
+	for i := range 2 { // the second Cache stands for another process on the same dir
+		c := reg.open(t, dir, WithSharedGroup(os.Getegid()))
+		srv := httptest.NewTLSServer(c.MirrorHandler())
+		t.Cleanup(srv.Close)
+		m := &mirrorFixture{reg: reg, cache: c, srv: srv, log: &syncBuffer{}}
+		pkgs, err := m.client(t).Ensure(context.Background(), Requirement{Provider: reg.p})
+		require.NoError(t, err)
+		h1, err := hashDir(pkgs[0].Dir)
+		require.NoError(t, err)
+		require.Equal(t, want, h1)
+		require.Equal(t, int64(i), c.Stats().Verifies, "the entry of another process is verified before it is served")
+		require.Equal(t, i+1, reg.srv.Downloads(reg.key("1.0.0")))
+	}
+}
