@@ -12,10 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -166,11 +168,16 @@ func (e *env) costTerraform(ctx context.Context, dir string, n int) ([]costRow, 
 		if _, err := r.Binary(ctx); err != nil {
 			return rows, err
 		}
+		var sdk []string // the SDK's own CPU and memory per unit, per pass
 		timed := func(what string, r *runner.Runner) (spent, string, error) {
 			fmt.Fprintf(e.log, "bench: cost: %s, %s: %s...\n", scen, shape, what)
-			c0, t0 := selfCPU()+childCPU(), time.Now()
+			heap := watchHeap()
+			s0, c0, t0 := selfCPU(), childCPU(), time.Now()
 			rep, err := r.Run(ctx, runner.Apply, units...)
-			wall := spent{time.Since(t0), selfCPU() + childCPU() - c0}
+			self := selfCPU() - s0
+			wall := spent{time.Since(t0), self + childCPU() - c0}
+			grew := heap()
+			sdk = append(sdk, fmt.Sprintf("%s %s, %s", what, msDecimal(self/time.Duration(n)), kib(grew/int64(n))))
 			if rep == nil {
 				return wall, "", err
 			}
@@ -216,6 +223,7 @@ func (e *env) costTerraform(ctx context.Context, dir string, n int) ([]costRow, 
 			costRow{scen + ", " + shape, "skip-unchanged Run (" + skipOK + "): wall, CPU", skip.String(),
 				fmt.Sprintf("%.2fx floor warm", ratioF(skip.wall, floorWarm.wall)), "", ""},
 			costRow{scen + ", " + shape, fmt.Sprintf("dry run (%d steps), per unit", len(steps)), millis(dry / time.Duration(n)), "", "", ""},
+			costRow{scen + ", " + shape, "the SDK's own CPU per unit, and its peak live heap above the start over the units (cold, warm, skip-unchanged)", strings.Join(sdk, "; "), "", "", ""},
 		)
 	}
 	return rows, ctx.Err()
@@ -614,3 +622,46 @@ func readChars() int64 {
 	}
 	return 0
 }
+
+// watchHeap samples this process's live heap every 10 ms from now on; the
+// function it returns stops the sampling and gives the highest live heap
+// seen above the one at the start (after a collection), in bytes: what a
+// Run holds at its peak, the SDK's own memory (terraform's is in its own
+// processes).
+func watchHeap() (stop func() int64) {
+	runtime.GC()
+	base := liveHeap()
+	var peak atomic.Int64
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if h := liveHeap(); h > peak.Load() {
+				peak.Store(h)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return max(peak.Load()-base, 0)
+	}
+}
+
+// liveHeap is the heap's bytes in live and not yet swept objects.
+func liveHeap() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+func msDecimal(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
+
+func kib(b int64) string { return fmt.Sprintf("%.1f KiB", float64(b)/1024) }
