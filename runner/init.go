@@ -19,6 +19,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
 
@@ -94,7 +95,7 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) e
 		}
 	}
 	run := func() error {
-		_, err := x.run(ctx, PhaseInit, "init", func(string) []string { return initArgs(a, reconfigure) }, runOpts{})
+		_, err := x.run(ctx, PhaseInit, "init", func(string) tfcmd.Cmd { return a.initCmd(reconfigure) })
 		return err
 	}
 	err = run()
@@ -201,7 +202,7 @@ func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig) st
 	}
 	a := x.u.Args
 	a.initVars = false // the values init reads are in the backend and calls fields
-	field("args", []byte(strings.Join(initArgs(a, false), "\x00")))
+	field("args", []byte(strings.Join(a.initCmd(false).Args, "\x00")))
 	for _, k := range []string{"TF_CLI_ARGS", "TF_CLI_ARGS_init"} {
 		field(k, []byte(x.env[k]))
 	}
