@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,7 +146,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 }
 
 func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
-	m := planMeta{Digest: x.w.Digest, Engine: string(x.rs.eng.Kind) + " " + x.rs.eng.Version.String(), Destroy: destroy, Created: time.Now().UTC(),
+	m := planMeta{Digest: x.w.Digest, Engine: engineID(x.rs.eng), Destroy: destroy, Created: time.Now().UTC(),
 		Args: planArgsDigest(x.u), Inputs: x.externalInputs()}
 	var err error
 	if m.Plan, err = treesum.HashFile(file); err != nil {
@@ -291,14 +289,14 @@ func staleness(saved, now planMeta, wantDestroy bool) string {
 // replacements, refresh; not -out or the lock timeout, which change from
 // run to run) and its Env.
 func planArgsDigest(u *Unit) string {
-	h := sha256.New()
+	fp := newFingerprint()
 	for _, a := range u.Args.planCmd("", false, "").Args {
-		fmt.Fprintf(h, "%d %s\n", len(a), a)
+		fp.addString("arg", a)
 	}
 	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
-		fmt.Fprintf(h, "env %d %s %d %s\n", len(k), k, len(u.Env[k]), u.Env[k])
+		fp.addString("env "+k, u.Env[k])
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return fp.sum()
 }
 
 // summarizePlan counts a plan's changes the way terraform's summary line
