@@ -256,15 +256,26 @@ type rootConfig struct {
 // under OpenTofu *.tofu and *.tofu.json, a NAME.tofu hiding NAME.tf;
 // overrides included; not variable files), and, where the engine
 // evaluates variables early, the values the unit gives them. Only regular
-// files are opened.
+// files are opened. It reads once per unit: the module fetch (module
+// sources built from variables), the init check and an init run again
+// after all share what it read (nothing they run changes the root
+// module's files, and the TF_VAR_* it reads are the same before and after
+// the pipeline sets the unit's environment).
 func (x *unitRun) readRootConfig() (*rootConfig, error) {
+	if x.root != nil {
+		return x.root, nil
+	}
 	env := x.env
 	if env == nil && earlyEvaluation(x.rs.eng) {
 		// Before the pipeline sets the unit's environment (the module
 		// fetch): the same TF_VAR_* as the one it will set.
 		env = unitEnv(processEnv(), x.w.Env(), "", x.u.Env)
 	}
-	return readRootConfigAt(x.dir, configRule(x.rs.eng.Kind), earlyEvaluation(x.rs.eng), x.u.Args, env)
+	root, err := readRootConfigAt(x.dir, configRule(x.rs.eng.Kind), earlyEvaluation(x.rs.eng), x.u.Args, env)
+	if err == nil {
+		x.root = root
+	}
+	return root, err
 }
 
 // readRootConfigAt is readRootConfig for the root module in dir, read by

@@ -38,6 +38,7 @@ type unitRun struct {
 	w    *workdir.Workdir
 	dir  string        // where terraform runs: the component inside the workdir
 	tree *modtree.Tree // the module tree at dir, walked once per unit
+	root *rootConfig   // the root module's configuration, read once per unit (readRootConfig)
 	out  *unitOutput
 	env  map[string]string
 	tf   *tfcmd.Process
