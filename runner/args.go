@@ -2,145 +2,68 @@ package runner
 
 import (
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 )
 
-// Argument building for the terraform commands the runner runs. Each
-// function returns the full argument list; none runs anything, so the
-// rules are tested without terraform.
+// A unit's Args mapped onto the options of the terraform commands the
+// runner runs (internal/tfcmd builds the argument lists from them).
 
-func initArgs(a Args, reconfigure bool) []string {
-	args := []string{"init", "-input=false", "-no-color"}
-	for _, bc := range a.BackendConfig {
-		args = append(args, "-backend-config="+bc)
-	}
-	switch {
-	case a.MigrateState && reconfigure:
-		args = append(args, "-migrate-state", "-force-copy")
-	case a.Reconfigure || reconfigure:
-		args = append(args, "-reconfigure")
-	}
-	if a.Upgrade {
-		args = append(args, "-upgrade")
-	}
-	return append(args, earlyVarArgs(a)...)
-}
+// vars are the unit's variables as plan, apply and destroy get them.
+func (a Args) vars() tfcmd.Vars { return tfcmd.Vars{Files: a.VarFiles, Values: a.Vars} }
 
-// earlyVarArgs are the variables init, get and workspace select are
-// given: the unit's own (varArgs) for an engine that evaluates variables
-// early (a backend or module source built from them), none otherwise.
-func earlyVarArgs(a Args) []string {
+// earlyVars are the variables init, get and workspace select are given:
+// the unit's own for an engine that evaluates variables early (a backend
+// or module source built from them), none otherwise.
+func (a Args) earlyVars() tfcmd.Vars {
 	if !a.initVars {
-		return nil
+		return tfcmd.Vars{}
 	}
-	return varArgs(a)
+	return a.vars()
 }
 
-// getArgs fetch the module calls' modules (with update: the newest
-// versions the constraints allow).
-func getArgs(a Args, update bool) []string {
-	args := []string{"get", "-no-color"}
-	if update {
-		args = append(args, "-update")
-	}
-	return append(args, earlyVarArgs(a)...)
+// change is what plan, apply and destroy take alike.
+func (a Args) change(lockTimeout string) tfcmd.Change {
+	return tfcmd.Change{LockTimeout: lockTimeout, Lock: a.Lock, Refresh: a.Refresh, Parallelism: a.Parallelism, Targets: a.Targets, Vars: a.vars()}
 }
 
-// varArgs puts var files first and -var pairs after them: terraform takes
-// the last value it is given, so an explicit Var wins over a var file.
-func varArgs(a Args) []string {
-	var args []string
-	for _, f := range a.VarFiles {
-		args = append(args, "-var-file="+f)
-	}
-	for _, k := range slices.Sorted(maps.Keys(a.Vars)) {
-		args = append(args, "-var", k+"="+a.Vars[k])
-	}
-	return args
+// initCmd is the unit's init; backendChanged: the backend configuration
+// changed since the last successful init.
+func (a Args) initCmd(backendChanged bool) tfcmd.Cmd {
+	return tfcmd.Init(tfcmd.InitOptions{BackendConfig: a.BackendConfig, BackendChanged: backendChanged,
+		MigrateState: a.MigrateState, Reconfigure: a.Reconfigure, Upgrade: a.Upgrade, Vars: a.earlyVars()})
 }
 
-func changeArgs(a Args, lockTimeout string) []string {
-	args := []string{"-input=false", "-lock-timeout=" + lockTimeout}
-	if a.Lock != nil {
-		args = append(args, "-lock="+strconv.FormatBool(*a.Lock))
-	}
-	if a.Refresh != nil {
-		args = append(args, "-refresh="+strconv.FormatBool(*a.Refresh))
-	}
-	if a.Parallelism > 0 {
-		args = append(args, "-parallelism="+strconv.Itoa(a.Parallelism))
-	}
-	for _, t := range a.Targets {
-		args = append(args, "-target="+t)
-	}
-	return append(args, varArgs(a)...)
+// getCmd fetches the module calls' modules (update: the newest versions
+// the constraints allow).
+func (a Args) getCmd(update bool) tfcmd.Cmd {
+	return tfcmd.Get(tfcmd.GetOptions{Update: update, Vars: a.earlyVars()})
 }
 
-func planArgs(a Args, lockTimeout string, destroy bool, out string) []string {
-	args := []string{"plan", "-json", "-detailed-exitcode"}
-	args = append(args, changeArgs(a, lockTimeout)...)
-	for _, r := range a.Replace {
-		args = append(args, "-replace="+r)
-	}
-	if destroy {
-		args = append(args, "-destroy")
-	}
-	if out != "" {
-		args = append(args, "-out="+out)
-	}
-	return args
+// workspaceCmd selects workspace name, creating it when missing.
+func (a Args) workspaceCmd(name string) tfcmd.Cmd {
+	return tfcmd.WorkspaceSelect(tfcmd.WorkspaceSelectOptions{Name: name, Vars: a.earlyVars()})
 }
 
-func applyArgs(a Args, lockTimeout string) []string {
-	args := []string{"apply", "-auto-approve", "-json"}
-	args = append(args, changeArgs(a, lockTimeout)...)
-	for _, r := range a.Replace {
-		args = append(args, "-replace="+r)
-	}
-	return args
+// planCmd is the unit's plan (destroy: -destroy; out: -out, "" for none).
+func (a Args) planCmd(lockTimeout string, destroy bool, out string) tfcmd.Cmd {
+	return tfcmd.Plan(tfcmd.PlanOptions{Change: a.change(lockTimeout), Replace: a.Replace, Destroy: destroy, Out: out})
 }
 
-// applyPlanArgs apply a saved plan: variables, targets and replacements
-// are in the plan, and terraform refuses them beside it.
-func applyPlanArgs(a Args, lockTimeout, planFile string) []string {
-	args := []string{"apply", "-auto-approve", "-json", "-input=false", "-lock-timeout=" + lockTimeout}
-	if a.Lock != nil {
-		args = append(args, "-lock="+strconv.FormatBool(*a.Lock))
-	}
-	if a.Parallelism > 0 {
-		args = append(args, "-parallelism="+strconv.Itoa(a.Parallelism))
-	}
-	return append(args, planFile)
+func (a Args) applyCmd(lockTimeout string) tfcmd.Cmd {
+	return tfcmd.Apply(tfcmd.ApplyOptions{Change: a.change(lockTimeout), Replace: a.Replace})
 }
 
-func destroyArgs(a Args, lockTimeout string) []string {
-	args := []string{"destroy", "-auto-approve", "-json"}
-	return append(args, changeArgs(a, lockTimeout)...)
+// applyPlanCmd applies a saved plan: variables, targets and replacements
+// are in the plan.
+func (a Args) applyPlanCmd(lockTimeout, planFile string) tfcmd.Cmd {
+	return tfcmd.ApplyPlan(tfcmd.ApplyPlanOptions{LockTimeout: lockTimeout, Lock: a.Lock, Parallelism: a.Parallelism, PlanFile: planFile})
 }
 
-func validateArgs() []string { return []string{"validate", "-no-color"} }
-
-func statePushArgs(lockTimeout, file string) []string {
-	return []string{"state", "push", "-lock-timeout=" + lockTimeout, file}
-}
-
-func outputArgs() []string { return []string{"output", "-json"} }
-
-func showPlanArgs(planFile string) []string { return []string{"show", "-json", "-no-color", planFile} }
-
-// workspaceArgs and forceUnlockArgs put "--" before the name and the ID:
-// without it terraform and tofu read a name such as "-h" as a flag (print
-// help, exit 0) and the unit would run in another workspace.
-func workspaceArgs(name string, a Args) []string {
-	return append(append([]string{"workspace", "select", "-or-create=true"}, earlyVarArgs(a)...), "--", name)
-}
-
-func forceUnlockArgs(id string) []string {
-	return []string{"force-unlock", "-force", "-no-color", "--", id}
+func (a Args) destroyCmd(lockTimeout string) tfcmd.Cmd {
+	return tfcmd.Destroy(tfcmd.DestroyOptions{Change: a.change(lockTimeout)})
 }
 
 // checkArgs refuses arguments terraform would misread: values that look

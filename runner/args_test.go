@@ -3,64 +3,12 @@ package runner
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-func TestInitArgs(t *testing.T) {
-	base := []string{"init", "-input=false", "-no-color"}
-	tests := []struct {
-		name        string
-		args        Args
-		reconfigure bool
-		want        []string
-	}{
-		{"zero", Args{}, false, base},
-		{"backend config in order", Args{BackendConfig: []string{"path=/s/a.tfstate", "backend.hcl"}}, false,
-			append(base, "-backend-config=path=/s/a.tfstate", "-backend-config=backend.hcl")},
-		{"caller reconfigure", Args{Reconfigure: true}, false, append(base, "-reconfigure")},
-		{"changed backend reconfigures", Args{}, true, append(base, "-reconfigure")},
-		{"changed backend with migrate-state migrates", Args{MigrateState: true}, true, append(base, "-migrate-state", "-force-copy")},
-		{"migrate-state without a change adds nothing", Args{MigrateState: true}, false, base},
-		{"upgrade", Args{Upgrade: true}, false, append(base, "-upgrade")},
-		{"everything", Args{BackendConfig: []string{"key=x"}, Reconfigure: true, Upgrade: true}, false,
-			append(base, "-backend-config=key=x", "-reconfigure", "-upgrade")},
-		{"plan-only arguments are not init's", Args{Vars: map[string]string{"a": "1"}, VarFiles: []string{"x.tfvars"},
-			Targets: []string{"a.b"}, Replace: []string{"a.b"}, Parallelism: 3, Refresh: ptr(false), Lock: ptr(false)}, false, base},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, initArgs(tt.args, tt.reconfigure))
-		})
-	}
-}
-
-func TestVarArgs(t *testing.T) {
-	tests := []struct {
-		name string
-		args Args
-		want []string
-	}{
-		{"none", Args{}, nil},
-		{"vars sorted by name", Args{Vars: map[string]string{"zone": "b", "app": "x", "m": "1"}},
-			[]string{"-var", "app=x", "-var", "m=1", "-var", "zone=b"}},
-		{"values are kept whole", Args{Vars: map[string]string{"tags": `{"a"="b=c"}`, "empty": ""}},
-			[]string{"-var", "empty=", "-var", `tags={"a"="b=c"}`}},
-		{"var files in the given order", Args{VarFiles: []string{"z.tfvars", "/abs/a.tfvars.json", "plat-ue2-dev-elasticache.terraform.tfvars.json"}},
-			[]string{"-var-file=z.tfvars", "-var-file=/abs/a.tfvars.json", "-var-file=plat-ue2-dev-elasticache.terraform.tfvars.json"}},
-		{"vars then var files", Args{Vars: map[string]string{"b": "2", "a": "1"}, VarFiles: []string{"f.tfvars"}},
-			[]string{"-var-file=f.tfvars", "-var", "a=1", "-var", "b=2"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, varArgs(tt.args))
-		})
-	}
-}
-
-// full is an Args with every field set.
+// fullArgs is an Args with every field set.
 func fullArgs() Args {
 	return Args{
 		Vars:          map[string]string{"b": "2", "a": "1"},
@@ -77,77 +25,25 @@ func fullArgs() Args {
 	}
 }
 
-func TestPlanArgs(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    Args
-		lt      string
-		destroy bool
-		out     string
-		want    []string
-	}{
-		{"zero", Args{}, "0ms", false, "",
-			[]string{"plan", "-json", "-detailed-exitcode", "-input=false", "-lock-timeout=0ms"}},
-		{"saved destroy plan", Args{}, "500ms", true, "/d/plan.tfplan",
-			[]string{"plan", "-json", "-detailed-exitcode", "-input=false", "-lock-timeout=500ms", "-destroy", "-out=/d/plan.tfplan"}},
-		{"every argument", fullArgs(), "0ms", false, "p",
-			[]string{"plan", "-json", "-detailed-exitcode", "-input=false", "-lock-timeout=0ms",
-				"-lock=true", "-refresh=false", "-parallelism=4",
-				"-target=tfitest_item.a", "-target=module.m",
-				"-var-file=x.tfvars.json", "-var", "a=1", "-var", "b=2",
-				"-replace=tfitest_item.b", "-out=p"}},
-		{"refresh true and lock false", Args{Refresh: ptr(true), Lock: ptr(false)}, "1s", false, "",
-			[]string{"plan", "-json", "-detailed-exitcode", "-input=false", "-lock-timeout=1s", "-lock=false", "-refresh=true"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, planArgs(tt.args, tt.lt, tt.destroy, tt.out))
-		})
-	}
-}
-
-func TestApplyArgs(t *testing.T) {
-	require.Equal(t, []string{"apply", "-auto-approve", "-json", "-input=false", "-lock-timeout=0ms"}, applyArgs(Args{}, "0ms"))
-	require.Equal(t, []string{"apply", "-auto-approve", "-json", "-input=false", "-lock-timeout=2s",
-		"-lock=true", "-refresh=false", "-parallelism=4",
-		"-target=tfitest_item.a", "-target=module.m",
-		"-var-file=x.tfvars.json", "-var", "a=1", "-var", "b=2",
-		"-replace=tfitest_item.b"}, applyArgs(fullArgs(), "2s"))
-}
-
-// TestApplyPlanArgs: a saved plan carries its variables, targets,
-// replacements and refresh mode; terraform refuses them beside it, so
-// only what apply itself takes is passed, and the plan file comes last.
-func TestApplyPlanArgs(t *testing.T) {
-	require.Equal(t, []string{"apply", "-auto-approve", "-json", "-input=false", "-lock-timeout=0ms", "/d/plan.tfplan"},
-		applyPlanArgs(Args{}, "0ms", "/d/plan.tfplan"))
-	got := applyPlanArgs(fullArgs(), "0ms", "/d/plan.tfplan")
-	require.Equal(t, []string{"apply", "-auto-approve", "-json", "-input=false", "-lock-timeout=0ms", "-lock=true", "-parallelism=4", "/d/plan.tfplan"}, got)
-	for _, a := range got {
-		for _, refused := range []string{"-var", "-target", "-replace", "-refresh", "-destroy", "-backend-config"} {
-			require.False(t, strings.HasPrefix(a, refused), "%s passed with a saved plan", a)
-		}
-	}
-}
-
-func TestDestroyArgs(t *testing.T) {
-	require.Equal(t, []string{"destroy", "-auto-approve", "-json", "-input=false", "-lock-timeout=0ms"}, destroyArgs(Args{}, "0ms"))
-	got := destroyArgs(fullArgs(), "0ms")
-	require.Equal(t, []string{"destroy", "-auto-approve", "-json", "-input=false", "-lock-timeout=0ms",
-		"-lock=true", "-refresh=false", "-parallelism=4",
-		"-target=tfitest_item.a", "-target=module.m",
-		"-var-file=x.tfvars.json", "-var", "a=1", "-var", "b=2"}, got)
-	for _, a := range got {
-		require.False(t, strings.HasPrefix(a, "-replace"), "destroy takes no -replace")
-	}
-}
-
-func TestOtherCommandArgs(t *testing.T) {
-	require.Equal(t, []string{"validate", "-no-color"}, validateArgs())
-	require.Equal(t, []string{"output", "-json"}, outputArgs())
-	require.Equal(t, []string{"show", "-json", "-no-color", "/p"}, showPlanArgs("/p"))
-	require.Equal(t, []string{"workspace", "select", "-or-create=true", "--", "blue"}, workspaceArgs("blue", Args{}))
-	require.Equal(t, []string{"force-unlock", "-force", "-no-color", "--", "abc-123"}, forceUnlockArgs("abc-123"))
+// TestArgsReachTheirCommands: each field of Args goes to the commands
+// that take it and to no other (the lists themselves are tfcmd's tests).
+func TestArgsReachTheirCommands(t *testing.T) {
+	a := fullArgs()
+	require.Equal(t, []string{"init", "-input=false", "-no-color", "-backend-config=path=/x", "-migrate-state", "-force-copy", "-upgrade"}, a.initCmd(true).Args)
+	require.Equal(t, []string{"init", "-input=false", "-no-color", "-backend-config=path=/x", "-reconfigure", "-upgrade"}, a.initCmd(false).Args)
+	vars := []string{"-var-file=x.tfvars.json", "-var", "a=1", "-var", "b=2"}
+	change := append([]string{"-input=false", "-lock-timeout=0ms", "-lock=true", "-refresh=false", "-parallelism=4",
+		"-target=tfitest_item.a", "-target=module.m"}, vars...)
+	require.Equal(t, append(append([]string{"plan", "-json", "-detailed-exitcode"}, change...), "-replace=tfitest_item.b", "-destroy", "-out=p"), a.planCmd("0ms", true, "p").Args)
+	require.Equal(t, append(append([]string{"apply", "-auto-approve", "-json"}, change...), "-replace=tfitest_item.b"), a.applyCmd("0ms").Args)
+	require.Equal(t, append([]string{"destroy", "-auto-approve", "-json"}, change...), a.destroyCmd("0ms").Args)
+	require.Equal(t, []string{"apply", "-auto-approve", "-json", "-input=false", "-lock-timeout=0ms", "-lock=true", "-parallelism=4", "/p"}, a.applyPlanCmd("0ms", "/p").Args)
+	// Plan arguments reach init, get and workspace select only where the
+	// engine evaluates variables early.
+	require.Empty(t, a.earlyVars().Args())
+	a.initVars = true
+	require.Equal(t, vars, a.earlyVars().Args())
+	require.Equal(t, append([]string{"init", "-input=false", "-no-color", "-backend-config=path=/x", "-reconfigure", "-upgrade"}, vars...), a.initCmd(false).Args)
 }
 
 func TestCheckArgs(t *testing.T) {

@@ -287,7 +287,7 @@ func (x *unitRun) importPlan() error {
 		return err
 	}
 	saved := m.Meta
-	now := planMeta{Digest: x.w.Digest, Engine: string(x.rs.eng.Kind) + " " + x.rs.eng.Version.String(), Destroy: saved.Destroy,
+	now := planMeta{Digest: x.w.Digest, Engine: engineID(x.rs.eng), Destroy: saved.Destroy,
 		Args: planArgsDigest(x.u), Inputs: x.externalInputs(), Plan: saved.Plan, LockFile: saved.LockFile}
 	if why := staleness(saved, now, saved.Destroy); why != "" {
 		return fmt.Errorf("%w for unit %s: the bundle %s (made on %s at %s) does not match this workdir: %s",

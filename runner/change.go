@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,19 +29,14 @@ type appliedRecord struct {
 // externalInputs covers (workspace, var and -backend-config file
 // contents, TF_VAR_*, TF_CLI_ARGS*, the unit's own environment).
 func (x *unitRun) inputsDigest() string {
-	h := sha256.New()
-	field := func(name string, v []byte) {
-		fmt.Fprintf(h, "%s %d\n", name, len(v))
-		h.Write(v)
-	}
-	field("workdir", []byte(x.w.Digest))
-	lock, _ := os.ReadFile(filepath.Join(x.dir, lockFileName))
-	field("lockfile", lock)
-	field("engine", []byte(string(x.rs.eng.Kind)+" "+x.rs.eng.Version.String()))
+	fp := newFingerprint()
+	fp.addString("workdir", x.w.Digest)
+	fp.addFile("lockfile", filepath.Join(x.dir, lockFileName))
+	fp.addString("engine", engineID(x.rs.eng))
 	args, _ := json.Marshal(x.u.Args)
-	field("args", args)
-	field("external", []byte(x.externalInputs()))
-	return hex.EncodeToString(h.Sum(nil))
+	fp.add("args", args)
+	fp.addString("external", x.externalInputs())
+	return fp.sum()
 }
 
 // unchanged reports whether the unit's inputs are those of its last

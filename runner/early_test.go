@@ -30,16 +30,16 @@ func TestEarlyVarArgs(t *testing.T) {
 	require.False(t, a.initVars, "the caller's units are not changed")
 	early := units[0].Args
 	vars := []string{"-var-file=x.tfvars", "-var", "a=1", "-var", "b=2"}
-	require.Equal(t, append([]string{"init", "-input=false", "-no-color", "-reconfigure"}, vars...), initArgs(early, true))
-	require.Equal(t, append([]string{"get", "-no-color", "-update"}, vars...), getArgs(early, true))
-	require.Equal(t, append(append([]string{"workspace", "select", "-or-create=true"}, vars...), "--", "blue"), workspaceArgs("blue", early))
+	require.Equal(t, append([]string{"init", "-input=false", "-no-color", "-reconfigure"}, vars...), early.initCmd(true).Args)
+	require.Equal(t, append([]string{"get", "-no-color", "-update"}, vars...), early.getCmd(true).Args)
+	require.Equal(t, append(append([]string{"workspace", "select", "-or-create=true"}, vars...), "--", "blue"), early.workspaceCmd("blue").Args)
 	require.Equal(t, "tofu", string(units[0].Workdir.Engine))
 
 	for _, e := range []engine.Info{tofu("1.7.3"), {Kind: engine.Terraform, Version: version.Must(version.NewVersion("1.11.4"))}} {
 		plain := forEngine([]Unit{{Args: a}}, e)[0].Args
-		require.Equal(t, []string{"init", "-input=false", "-no-color"}, initArgs(plain, false), "%s", e)
-		require.Equal(t, []string{"get", "-no-color"}, getArgs(plain, false), "%s", e)
-		require.Equal(t, []string{"workspace", "select", "-or-create=true", "--", "blue"}, workspaceArgs("blue", plain), "%s", e)
+		require.Equal(t, []string{"init", "-input=false", "-no-color"}, plain.initCmd(false).Args, "%s", e)
+		require.Equal(t, []string{"get", "-no-color"}, plain.getCmd(false).Args, "%s", e)
+		require.Equal(t, []string{"workspace", "select", "-or-create=true", "--", "blue"}, plain.workspaceCmd("blue").Args, "%s", e)
 	}
 }
 

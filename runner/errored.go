@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 )
 
 // erroredStateDir, in an instance's data dir, keeps the states terraform
@@ -115,7 +117,7 @@ func (x *unitRun) pushErroredStates(ctx context.Context) error {
 		return nil
 	}
 	for _, f := range files {
-		_, err := x.run(ctx, PhaseStep, "state push", func(lt string) []string { return statePushArgs(lt, f) }, runOpts{})
+		_, err := x.run(ctx, PhaseStep, "state push", func(lt string) tfcmd.Cmd { return tfcmd.StatePush(tfcmd.StatePushOptions{LockTimeout: lt, File: f}) })
 		if err != nil {
 			return fmt.Errorf("push %s: %w", f, err)
 		}

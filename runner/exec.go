@@ -7,6 +7,8 @@ import (
 	"reflect"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 )
 
 // ExecError is a terraform subcommand run by Handle.Exec that failed:
@@ -18,7 +20,7 @@ import (
 type ExecError struct {
 	// ExitCode is terraform's exit code, 0 when it did not exit by itself.
 	ExitCode int
-	err      *tfError
+	err      *tfcmd.Error
 }
 
 func (e *ExecError) Error() string { return e.err.Error() }
@@ -61,14 +63,13 @@ func (h *Handle) Exec(ctx context.Context, args ...string) ([]byte, error) {
 	defer cancel(nil)
 	stop := context.AfterFunc(h.alive, func() { cancel(ErrHandleDone) })
 	defer stop()
-	r, err := h.x.tf.run(ctx, args, runOpts{capture: true, hold: func(err error) bool { return !isStateLockErr(err) }})
-	var out []byte
-	if r != nil {
-		out = r.stdout
-	}
-	var te *tfError
+	c := tfcmd.Raw(args...)
+	c.LogFailure = func(err error) bool { return !isStateLockErr(err) }
+	r, err := h.x.tf.Run(ctx, c)
+	out := r.Stdout
+	var te *tfcmd.Error
 	if errors.As(err, &te) {
-		err = &ExecError{ExitCode: te.exitCode, err: te}
+		err = &ExecError{ExitCode: te.ExitCode, err: te}
 	}
 	if err != nil && errors.Is(context.Cause(ctx), ErrHandleDone) {
 		err = fmt.Errorf("%w: interrupted when step %s of unit %s returned: %w", ErrHandleDone, h.x.rs.cmd, h.ID, err)
@@ -83,7 +84,7 @@ func (h *Handle) Exec(ctx context.Context, args ...string) ([]byte, error) {
 // a var wins over a var file as it does in the runner's commands. Add
 // them to Exec's arguments after the subcommand. TF_VAR_* need nothing:
 // Exec's environment has them. The values may be secrets; never log them.
-func (h *Handle) VarArgs() []string { return varArgs(h.Unit.Args) }
+func (h *Handle) VarArgs() []string { return h.Unit.Args.vars().Args() }
 
 // VarOptions returns the unit's variables (see Handle.VarArgs) as
 // terraform-exec options of type O, for a step's calls on h.Terraform:
@@ -113,7 +114,7 @@ func VarOptions[O any](h *Handle) ([]O, error) {
 			return nil, err
 		}
 	}
-	vars := varArgs(Args{Vars: a.Vars})
+	vars := tfcmd.Vars{Values: a.Vars}.Args()
 	for i := 1; i < len(vars); i += 2 {
 		if err := add(tfexec.Var(vars[i])); err != nil {
 			return nil, err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
 
@@ -94,7 +95,7 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) e
 		}
 	}
 	run := func() error {
-		_, err := x.run(ctx, PhaseInit, "init", func(string) []string { return initArgs(a, reconfigure) }, runOpts{})
+		_, err := x.run(ctx, PhaseInit, "init", func(string) tfcmd.Cmd { return a.initCmd(reconfigure) })
 		return err
 	}
 	err = run()
@@ -165,15 +166,11 @@ func (x *unitRun) planInit(manifest string, force bool) (initPlan, error) {
 }
 
 func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig) string {
-	h := sha256.New()
-	field := func(name string, v []byte) {
-		fmt.Fprintf(h, "%s %d\n", name, len(v))
-		h.Write(v)
-	}
+	fp := newFingerprint()
 	e := x.rs.eng
-	field("engine", []byte(string(e.Kind)+" "+e.Version.String()+" "+e.Path))
+	fp.addString("engine", engineID(e)+" "+e.Path)
 	if fi, err := os.Stat(e.Path); err == nil {
-		field("binary", fmt.Appendf(nil, "%d %d", fi.Size(), fi.ModTime().UnixNano()))
+		fp.add("binary", fmt.Appendf(nil, "%d %d", fi.Size(), fi.ModTime().UnixNano()))
 	}
 	if c := x.rs.cfg.cache; c != nil {
 		// The runner's CLI config is the cache as a mirror. Its text also
@@ -181,31 +178,29 @@ func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig) st
 		// components' runs; what this unit takes from it is pinned by the
 		// lock file, so the cache's location and the user's own settings
 		// are what count.
-		field("cliconfig", []byte("cache "+c.Dir()+" user "+x.userDigest))
+		fp.addString("cliconfig", "cache "+c.Dir()+" user "+x.userDigest)
 	} else if p := x.env["TF_CLI_CONFIG_FILE"]; p != "" {
 		// No plugin cache: terraform reads the user's own CLI config.
 		b, _ := readInput(p)
-		field("cliconfig", b)
+		fp.add("cliconfig", b)
 	}
-	lock, _ := os.ReadFile(filepath.Join(x.dir, lockFileName))
-	field("lockfile", lock)
-	field("backend", []byte(backend))
+	fp.addFile("lockfile", filepath.Join(x.dir, lockFileName))
+	fp.addString("backend", backend)
 	key, _ := moduleKey(x.tree, x.dynamicCall(root.early))
-	field("calls", []byte(key))
+	fp.addString("calls", key)
 	for _, f := range root.files {
-		field("config "+f.name, f.data)
+		fp.add("config "+f.name, f.data)
 	}
 	if manifest != "" {
-		m, _ := os.ReadFile(manifest)
-		field("modules", m)
+		fp.addFile("modules", manifest)
 	}
 	a := x.u.Args
 	a.initVars = false // the values init reads are in the backend and calls fields
-	field("args", []byte(strings.Join(initArgs(a, false), "\x00")))
+	fp.addString("args", strings.Join(a.initCmd(false).Args, "\x00"))
 	for _, k := range []string{"TF_CLI_ARGS", "TF_CLI_ARGS_init"} {
-		field(k, []byte(x.env[k]))
+		fp.addString(k, x.env[k])
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return fp.sum()
 }
 
 // dataDirIntact checks that init's products are still in the data dir:
@@ -261,15 +256,26 @@ type rootConfig struct {
 // under OpenTofu *.tofu and *.tofu.json, a NAME.tofu hiding NAME.tf;
 // overrides included; not variable files), and, where the engine
 // evaluates variables early, the values the unit gives them. Only regular
-// files are opened.
+// files are opened. It reads once per unit: the module fetch (module
+// sources built from variables), the init check and an init run again
+// after all share what it read (nothing they run changes the root
+// module's files, and the TF_VAR_* it reads are the same before and after
+// the pipeline sets the unit's environment).
 func (x *unitRun) readRootConfig() (*rootConfig, error) {
+	if x.root != nil {
+		return x.root, nil
+	}
 	env := x.env
 	if env == nil && earlyEvaluation(x.rs.eng) {
 		// Before the pipeline sets the unit's environment (the module
 		// fetch): the same TF_VAR_* as the one it will set.
 		env = unitEnv(processEnv(), x.w.Env(), "", x.u.Env)
 	}
-	return readRootConfigAt(x.dir, configRule(x.rs.eng.Kind), earlyEvaluation(x.rs.eng), x.u.Args, env)
+	root, err := readRootConfigAt(x.dir, configRule(x.rs.eng.Kind), earlyEvaluation(x.rs.eng), x.u.Args, env)
+	if err == nil {
+		x.root = root
+	}
+	return root, err
 }
 
 // readRootConfigAt is readRootConfig for the root module in dir, read by

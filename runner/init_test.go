@@ -5,7 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hashicorp/go-version"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/engine"
 )
 
 // partialBackendComponent declares a local backend and leaves its
@@ -135,4 +138,30 @@ func findFiles(t *testing.T, dir, name, skip string) []string {
 		return err
 	}))
 	return out
+}
+
+// TestRootConfigReadOncePerUnit: the module fetch, the init check and an
+// init run again after all share one reading of the root module (a file
+// changed on disk in between is not read again), and the backend
+// fingerprint comes from that reading.
+func TestRootConfigReadOncePerUnit(t *testing.T) {
+	dir := t.TempDir()
+	main := filepath.Join(dir, "main.tf")
+	require.NoError(t, os.WriteFile(main, []byte(partialBackendComponent), 0o644))
+	x := &unitRun{rs: &runState{eng: engine.Info{Kind: engine.Terraform, Version: version.Must(version.NewVersion("1.11.4"))}}, u: &Unit{}, dir: dir}
+	first, err := x.readRootConfig()
+	require.NoError(t, err)
+	require.Len(t, first.files, 1)
+	require.NotEmpty(t, backendFingerprint(first, dir, nil))
+
+	require.NoError(t, os.WriteFile(main, []byte(`resource "terraform_data" "x" { input = "y" }`), 0o644))
+	again, err := x.readRootConfig()
+	require.NoError(t, err)
+	require.Same(t, first, again, "read once per unit")
+	require.Equal(t, partialBackendComponent, string(again.files[0].data))
+
+	// Another unit reads the files as they are now.
+	other, err := (&unitRun{rs: x.rs, u: &Unit{}, dir: dir}).readRootConfig()
+	require.NoError(t, err)
+	require.Empty(t, backendFingerprint(other, dir, nil))
 }

@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -75,18 +73,14 @@ func readInput(p string) ([]byte, error) { return modtree.ReadRegular(p) }
 // TF_CLI_ARGS*, and the unit's own Env over the process's). A saved plan
 // is refused, and a unit is not skipped as unchanged, when it differs.
 func (x *unitRun) externalInputs() string {
-	h := sha256.New()
-	field := func(name string, v []byte) {
-		fmt.Fprintf(h, "%s %d\n", name, len(v))
-		h.Write(v)
-	}
+	fp := newFingerprint()
 	ws := x.u.Workspace
 	if ws == "" {
 		ws = defaultWorkspace
 	}
-	field("workspace", []byte(ws))
+	fp.addString("workspace", ws)
 	for _, bc := range x.u.Args.BackendConfig {
-		field("backend-config", []byte(bc))
+		fp.addString("backend-config", bc)
 	}
 	given, paths := inputFiles(x.dir, x.u.Args)
 	for i, p := range paths {
@@ -94,13 +88,13 @@ func (x *unitRun) externalInputs() string {
 		if err != nil {
 			b = []byte("unreadable: " + err.Error())
 		}
-		field("file "+given[i], b)
+		fp.add("file "+given[i], b)
 	}
 	env := unitEnv(processEnv(), nil, "", x.u.Env)
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if strings.HasPrefix(k, "TF_VAR_") || strings.HasPrefix(k, "TF_CLI_ARGS") || x.u.Env[k] != "" {
-			field("env "+k, []byte(env[k]))
+			fp.addString("env "+k, env[k])
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return fp.sum()
 }

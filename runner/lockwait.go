@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -181,7 +182,7 @@ func (x *unitRun) staleLockError(waited time.Duration, cause error) error {
 // The workspace terraform selected is in the data dir.
 func (x *unitRun) forceUnlockCommand(id string) string {
 	return fmt.Sprintf("cd %s && TF_DATA_DIR=%s %s %s", shellQuote(x.dir), shellQuote(x.w.DataDir),
-		shellQuote(x.rs.eng.Path), strings.Join(mapQuote(forceUnlockArgs(id)), " "))
+		shellQuote(x.rs.eng.Path), strings.Join(mapQuote(tfcmd.ForceUnlock(id).Args), " "))
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
@@ -216,7 +217,7 @@ func (x *unitRun) recoverLock(ctx context.Context, l *StateLock) bool {
 	x.unlocked[l.ID] = true
 	x.out.note(fmt.Sprintf("state lock %s was left by this instance's run of pid %d (%s, started %s), which never finished; releasing it",
 		l.ID, c.PID, c.Command, c.Started.UTC().Format(time.RFC3339)))
-	if _, err := x.tf.run(ctx, forceUnlockArgs(l.ID), runOpts{}); err != nil {
+	if _, err := x.tf.Run(ctx, tfcmd.ForceUnlock(l.ID)); err != nil {
 		x.out.note("could not release it: " + firstLine(err))
 		return false
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/memory"
 	"github.com/tfisolate/tfisolate/internal/pathtrust"
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 )
 
 // NoMemoryBudget, given to WithMemoryBudget, turns the memory budget off:
@@ -364,7 +365,7 @@ var pluginDiedRe = regexp.MustCompile(`(?i)plugin (did not respond|exited unexpe
 // two units die at once and only one was killed for memory, a plugin
 // crash of the other in the same moment is taken for one too.
 func (m *memGate) oomKilled(err error, before int64) bool {
-	var te *tfError
+	var te *tfcmd.Error
 	if !errors.As(err, &te) {
 		return false
 	}
@@ -373,12 +374,12 @@ func (m *memGate) oomKilled(err error, before int64) bool {
 		return false
 	}
 	var ee *exec.ExitError
-	if errors.As(te.err, &ee) {
+	if errors.As(te.Err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 			return true
 		}
 	}
-	return pluginDiedRe.MatchString(te.msg)
+	return pluginDiedRe.MatchString(te.Stderr)
 }
 
 // save records the peaks measured in this Run, over what the record held.

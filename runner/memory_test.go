@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -65,18 +66,18 @@ func TestMemoryFieldsInJSON(t *testing.T) {
 }
 
 func TestOutOfMemoryErrorWraps(t *testing.T) {
-	te := &tfError{args: []string{"plan"}, msg: "Error: Plugin did not respond"}
+	te := &tfcmd.Error{Command: "plan", Stderr: "Error: Plugin did not respond"}
 	err := error(&OutOfMemoryError{Unit: "u", Err: te})
 	require.ErrorIs(t, err, ErrOutOfMemory)
-	var got *tfError
+	var got *tfcmd.Error
 	require.ErrorAs(t, err, &got)
 	require.Contains(t, err.Error(), "no memory budget")
 }
 
 // Which commands run again after an OOM kill, and which never do.
 func TestOutOfMemoryRetryCoversOnlyCommandsSafeToRepeat(t *testing.T) {
-	notStarted := &tfError{args: []string{"apply"}, msg: "Error: Plugin did not respond"}
-	started := &tfError{args: []string{"apply"}, msg: "Error: Plugin did not respond", changeStarted: true}
+	notStarted := &tfcmd.Error{Command: "apply", Stderr: "Error: Plugin did not respond"}
+	started := &tfcmd.Error{Command: "apply", Stderr: "Error: Plugin did not respond", ChangeStarted: true}
 	for _, tc := range []struct {
 		cmd  Command
 		err  error
@@ -88,7 +89,7 @@ func TestOutOfMemoryRetryCoversOnlyCommandsSafeToRepeat(t *testing.T) {
 		{ApplyPlan, notStarted, false},
 	} {
 		m := &memGate{rs: &runState{cmd: tc.cmd, cfg: &config{}}}
-		require.Equal(t, tc.want, m.retryable(&OutOfMemoryError{Err: tc.err}), "%s changeStarted=%v", tc.cmd, tc.err.(*tfError).changeStarted)
+		require.Equal(t, tc.want, m.retryable(&OutOfMemoryError{Err: tc.err}), "%s changeStarted=%v", tc.cmd, tc.err.(*tfcmd.Error).ChangeStarted)
 		m.rs.cfg.retry.NoOutOfMemoryRetry = true
 		require.False(t, m.retryable(&OutOfMemoryError{Err: tc.err}), "%s with NoOutOfMemoryRetry", tc.cmd)
 	}

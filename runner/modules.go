@@ -294,9 +294,9 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (mo
 		return modSnapshot{}, err
 	}
 	tf := x.newTF(w.Dir, environ(env))
-	args := getArgs(x.u.Args, update)
+	get := x.u.Args.getCmd(update)
 	err = x.retry(ctx, PhaseInit, func() error {
-		_, err := tf.run(ctx, args, runOpts{})
+		_, err := tf.Run(ctx, get)
 		return err
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/cliconfig"
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -37,17 +38,18 @@ type unitRun struct {
 	w    *workdir.Workdir
 	dir  string        // where terraform runs: the component inside the workdir
 	tree *modtree.Tree // the module tree at dir, walked once per unit
+	root *rootConfig   // the root module's configuration, read once per unit (readRootConfig)
 	out  *unitOutput
 	env  map[string]string
-	tf   *tfProcess
+	tf   *tfcmd.Process
 
 	user       *cliconfig.File // the CLI config the unit's terraform would read on its own
 	userDigest string          // its digest, for the init record
 
-	crashed  []journalRun    // earlier runs of this instance that never finished
-	engines  []journalEngine // terraform processes this unit started
-	tfs      []*tfProcess    // every way this unit ran terraform
-	unlocked map[string]bool // state locks this run released as left by them
+	crashed  []journalRun     // earlier runs of this instance that never finished
+	engines  []journalEngine  // terraform processes this unit started
+	tfs      []*tfcmd.Process // every way this unit ran terraform
+	unlocked map[string]bool  // state locks this run released as left by them
 }
 
 func (x *unitRun) emit(p Phase) {
@@ -264,27 +266,15 @@ func (x *unitRun) engineEnv(cliConfig string) (map[string]string, error) {
 	return env, nil
 }
 
-// newTF returns the unit's way to run terraform processes in dir.
-func (x *unitRun) newTF(dir string, env []string) *tfProcess {
-	t := &tfProcess{path: x.rs.eng.Path, dir: dir, env: env, grace: x.rs.cfg.grace, kill: x.rs.kill, out: x.out,
-		outDir: filepath.Join(x.w.DataDir, engineDir), started: x.engineStarted, gate: x.waitForCore}
-	x.tfs = append(x.tfs, t)
-	return t
-}
-
-// killed reports whether a terraform of this unit had to be killed.
-func (x *unitRun) killed() bool {
-	return slices.ContainsFunc(x.tfs, func(t *tfProcess) bool { return t.killed })
-}
-
 // run runs one terraform command that may meet a state lock: retried on
 // transient errors, state locks waited out, one line per wait.
-func (x *unitRun) run(ctx context.Context, phase Phase, what string, args func(lockTimeout string) []string, o runOpts) (*tfRun, error) {
-	var out *tfRun
-	o.hold = func(err error) bool { return !isStateLockErr(err) }
+func (x *unitRun) run(ctx context.Context, phase Phase, what string, cmd func(lockTimeout string) tfcmd.Cmd) (*tfcmd.Result, error) {
+	var out *tfcmd.Result
 	err := x.retry(ctx, phase, func() error {
 		return x.withStateLock(ctx, what, func(lt string) error {
-			r, err := x.tf.run(ctx, args(lt), o)
+			c := cmd(lt)
+			c.LogFailure = func(err error) bool { return !isStateLockErr(err) }
+			r, err := x.tf.Run(ctx, c)
 			out = r
 			return err
 		})
@@ -320,7 +310,7 @@ func (x *unitRun) workspace(ctx context.Context) error {
 	if currentWorkspace(x.w.DataDir) == ws {
 		return nil
 	}
-	_, err := x.run(ctx, PhaseInit, "workspace select", func(string) []string { return workspaceArgs(ws, x.u.Args) }, runOpts{})
+	_, err := x.run(ctx, PhaseInit, "workspace select", func(string) tfcmd.Cmd { return x.u.Args.workspaceCmd(ws) })
 	if err != nil {
 		return fmt.Errorf("workspace %q: %w", ws, err)
 	}
@@ -353,39 +343,39 @@ func (x *unitRun) command(ctx context.Context) error {
 	case kindInit:
 		return nil
 	case kindPlan:
-		r, err := x.run(ctx, PhasePlan, "plan", func(lt string) []string { return planArgs(a, lt, false, "") }, runOpts{okCodes: []int{2}, jsonUI: true})
+		r, err := x.run(ctx, PhasePlan, "plan", func(lt string) tfcmd.Cmd { return a.planCmd(lt, false, "") })
 		if err == nil {
-			x.res.HasChanges = r.exitCode == 2
-			x.res.Summary = r.summary()
+			x.res.HasChanges = r.ExitCode == 2
+			x.res.Summary = summary(r)
 		}
 		return err
 	case kindSavePlan:
 		return x.savePlan(ctx, c.reverse)
 	case kindApply:
-		r, err := x.run(ctx, PhaseApply, "apply", func(lt string) []string { return applyArgs(a, lt) }, runOpts{jsonUI: true})
+		r, err := x.run(ctx, PhaseApply, "apply", func(lt string) tfcmd.Cmd { return a.applyCmd(lt) })
 		if err != nil {
 			return x.keepErroredState(err)
 		}
 		x.keepSummary(r)
-		return x.keepOutputs(ctx, r.outputs)
+		return x.keepOutputs(ctx, r.Outputs)
 	case kindApplyPlan:
 		return x.applyPlan(ctx, c.reverse)
 	case kindDestroy:
-		r, err := x.run(ctx, PhaseDestroy, "destroy", func(lt string) []string { return destroyArgs(a, lt) }, runOpts{jsonUI: true})
+		r, err := x.run(ctx, PhaseDestroy, "destroy", func(lt string) tfcmd.Cmd { return a.destroyCmd(lt) })
 		if err != nil {
 			return x.keepErroredState(err)
 		}
 		x.keepSummary(r)
 		return nil
 	case kindValidate:
-		_, err := x.tf.run(ctx, validateArgs(), runOpts{})
+		_, err := x.tf.Run(ctx, tfcmd.Validate())
 		return err
 	case kindOutput:
 		return x.readOutputs(ctx)
 	case kindStep:
 		return x.step(ctx)
 	case kindForceUnlock:
-		_, err := x.tf.run(ctx, forceUnlockArgs(c.lockID), runOpts{})
+		_, err := x.tf.Run(ctx, tfcmd.ForceUnlock(c.lockID))
 		return err
 	case kindPushErroredState:
 		return x.pushErroredStates(ctx)
@@ -394,8 +384,8 @@ func (x *unitRun) command(ctx context.Context) error {
 }
 
 // keepSummary puts what an apply-like command did into the Result.
-func (x *unitRun) keepSummary(r *tfRun) {
-	if s := r.summary(); s != nil {
+func (x *unitRun) keepSummary(r *tfcmd.Result) {
+	if s := summary(r); s != nil {
 		x.res.Summary = s
 		x.res.HasChanges = s.Total() > 0
 	}

@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
@@ -105,12 +104,12 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 	}
 	tmp := file + ".tmp"
 	defer os.Remove(tmp)
-	r, err := x.run(ctx, PhasePlan, "plan", func(lt string) []string { return planArgs(x.u.Args, lt, destroy, tmp) }, runOpts{okCodes: []int{2}, jsonUI: true})
+	r, err := x.run(ctx, PhasePlan, "plan", func(lt string) tfcmd.Cmd { return x.u.Args.planCmd(lt, destroy, tmp) })
 	if err != nil {
 		return err
 	}
-	x.res.HasChanges = r.exitCode == 2
-	x.res.Summary = r.summary()
+	x.res.HasChanges = r.ExitCode == 2
+	x.res.Summary = summary(r)
 	// The plan holds sensitive values as terraform renders them.
 	if err := os.Chmod(tmp, 0o600); err != nil {
 		return fmt.Errorf("keep saved plan: %w", err)
@@ -118,18 +117,18 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 	if err := os.Rename(tmp, file); err != nil {
 		return fmt.Errorf("keep saved plan: %w", err)
 	}
-	show, err := x.tf.run(ctx, showPlanArgs(file), runOpts{capture: true})
+	show, err := x.tf.Run(ctx, tfcmd.ShowPlan(file))
 	if err != nil {
 		return err
 	}
-	sum, err := summarizePlan(show.stdout)
+	sum, err := summarizePlan(show.Stdout)
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(jsonFile, show.stdout, 0o600); err != nil {
+	if err := atomicfile.WriteFile(jsonFile, show.Stdout, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", jsonFile, err)
 	}
-	if err := x.writeRedacted(show.stdout); err != nil {
+	if err := x.writeRedacted(show.Stdout); err != nil {
 		return err
 	}
 	sum.File, sum.JSONFile, sum.RedactedJSONFile, sum.DestroyPlan = file, jsonFile, x.redactedPath(), destroy
@@ -147,7 +146,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
 }
 
 func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
-	m := planMeta{Digest: x.w.Digest, Engine: string(x.rs.eng.Kind) + " " + x.rs.eng.Version.String(), Destroy: destroy, Created: time.Now().UTC(),
+	m := planMeta{Digest: x.w.Digest, Engine: engineID(x.rs.eng), Destroy: destroy, Created: time.Now().UTC(),
 		Args: planArgsDigest(x.u), Inputs: x.externalInputs()}
 	var err error
 	if m.Plan, err = treesum.HashFile(file); err != nil {
@@ -225,7 +224,7 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 	if err := atomicfile.WriteFile(x.applyingPath(), mark, 0o644); err != nil {
 		return fmt.Errorf("record the apply of the saved plan: %w", err)
 	}
-	r, err := x.run(ctx, PhaseApply, "apply", func(lt string) []string { return applyPlanArgs(x.u.Args, lt, file) }, runOpts{jsonUI: true})
+	r, err := x.run(ctx, PhaseApply, "apply", func(lt string) tfcmd.Cmd { return x.u.Args.applyPlanCmd(lt, file) })
 	if err != nil {
 		if !mayHaveChanged(err) {
 			// Nothing was changed (a lock, the backend, a refusal): the
@@ -246,7 +245,7 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 		x.out.note("cannot remove the applied plan: " + err.Error())
 	}
 	x.keepSummary(r)
-	return x.keepOutputs(ctx, r.outputs)
+	return x.keepOutputs(ctx, r.Outputs)
 }
 
 // staleSavedPlan is the summary of terraform's (and OpenTofu's) refusal
@@ -290,43 +289,27 @@ func staleness(saved, now planMeta, wantDestroy bool) string {
 // replacements, refresh; not -out or the lock timeout, which change from
 // run to run) and its Env.
 func planArgsDigest(u *Unit) string {
-	h := sha256.New()
-	for _, a := range planArgs(u.Args, "", false, "") {
-		fmt.Fprintf(h, "%d %s\n", len(a), a)
+	fp := newFingerprint()
+	for _, a := range u.Args.planCmd("", false, "").Args {
+		fp.addString("arg", a)
 	}
 	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
-		fmt.Fprintf(h, "env %d %s %d %s\n", len(k), k, len(u.Env[k]), u.Env[k])
+		fp.addString("env "+k, u.Env[k])
 	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// showPlan is the part of terraform show -json the summary reads.
-type showPlan struct {
-	ResourceChanges []struct {
-		Address string `json:"address"`
-		Change  struct {
-			Actions   []string        `json:"actions"`
-			Importing json.RawMessage `json:"importing"`
-		} `json:"change"`
-	} `json:"resource_changes"`
-	OutputChanges map[string]struct {
-		Change struct {
-			Actions []string `json:"actions"`
-		} `json:"change"`
-	} `json:"output_changes"`
+	return fp.sum()
 }
 
 // summarizePlan counts a plan's changes the way terraform's summary line
 // does and lists every resource with an action.
 func summarizePlan(doc []byte) (*PlanSummary, error) {
-	var p showPlan
-	if err := json.Unmarshal(doc, &p); err != nil {
-		return nil, fmt.Errorf("read plan JSON: %w", err)
+	p, err := tfcmd.ParsePlan(doc)
+	if err != nil {
+		return nil, err
 	}
 	s := &PlanSummary{Changes: []ResourceChange{}}
 	for _, rc := range p.ResourceChanges {
 		acts := rc.Change.Actions
-		importing := len(rc.Change.Importing) > 0 && string(rc.Change.Importing) != "null"
+		importing := rc.Imported()
 		if importing {
 			s.Import++
 		}

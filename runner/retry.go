@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"time"
+
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 )
 
 // RetryPolicy says which failures of terraform init and of a predefined
@@ -116,8 +118,8 @@ func (p RetryPolicy) transient(err error) bool {
 // mayHaveChanged reports whether err is a terraform failure after which
 // infrastructure may differ from the state (see RetryPolicy).
 func mayHaveChanged(err error) bool {
-	var te *tfError
-	return errors.As(err, &te) && te.mayHaveChanged()
+	var te *tfcmd.Error
+	return errors.As(err, &te) && te.MayHaveChanged()
 }
 
 // jitter spreads a wait over 80-120 % of d, so units throttled together
