@@ -284,13 +284,21 @@ func TestCrashLeftoversReapedFirst(t *testing.T) {
 			t.Fatalf("the child ended before its apply: %v\n%s", c.Wait(), c.Output())
 		}
 		_, tfFD := engineProcess(t, e.Path, s.root)
+		// The provisioner's shell announces itself once it has forked the
+		// background job, which may not have become cat yet: look until
+		// it has (a condition, with a bound).
 		bgPID := 0
-		for _, p := range processesMentioning(t, s.root) {
-			if strings.HasSuffix(strings.TrimSpace(p), " cat "+s.g.dir+"/bg") {
-				bgPID, _ = strconv.Atoi(strings.Fields(p)[0])
+		for deadline := time.Now().Add(time.Minute); bgPID == 0; {
+			for _, p := range processesMentioning(t, s.root) {
+				if strings.HasSuffix(strings.TrimSpace(p), " cat "+s.g.dir+"/bg") {
+					bgPID, _ = strconv.Atoi(strings.Fields(p)[0])
+				}
+			}
+			if bgPID == 0 {
+				require.True(t, time.Now().Before(deadline), "the background job never became cat")
+				<-time.After(10 * time.Millisecond) // look again
 			}
 		}
-		require.NotZero(t, bgPID, "the background job runs")
 		bgFD, err := unix.PidfdOpen(bgPID, 0)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = unix.Close(bgFD) })
