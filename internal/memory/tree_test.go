@@ -134,14 +134,18 @@ func TestWatchMeasuresCores(t *testing.T) {
 	busyW.OnSample(func(c float64) { got = append(got, c) })
 	busyW.Add(spin.Process.Pid)
 	idleW.Add(idle)
+	idleW.mu.Lock()
+	added := idleW.at // the later of the two baselines
+	idleW.mu.Unlock()
 	_, ok := busyW.Cores()
 	require.False(t, ok, "one sample measures nothing")
 
-	// Wait (bounded) until the spinner has used CPU the kernel accounts:
-	// a condition, not a time.
+	// Wait (bounded) until the spinner has used CPU the kernel accounts,
+	// and the span a measurement needs has passed (CPU times come in
+	// whole ticks, so five of them can show up in less than 50 ms).
 	before := Tree(spin.Process.Pid)[0].CPU
 	deadline := time.Now().Add(time.Minute)
-	for Tree(spin.Process.Pid)[0].CPU < before+5*clockTick {
+	for Tree(spin.Process.Pid)[0].CPU < before+5*clockTick || time.Since(added) < minSpan {
 		require.True(t, time.Now().Before(deadline), "the spinner used no CPU in a minute")
 		runtime.Gosched()
 	}
