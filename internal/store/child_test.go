@@ -1,12 +1,10 @@
 package store
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -14,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
+	"github.com/tfisolate/tfisolate/internal/childproc"
 )
 
 // Environment of a child process.
@@ -26,18 +24,10 @@ const (
 	envTimes   = "STORE_CHILD_TIMES"   // count role: how many increments
 )
 
-// runChild is the body of a re-executed test binary: "count" increments
+// child is the body of a re-executed test binary: "count" increments
 // a counter file under the key's lock, again and again; "hold" takes the
 // key's lock, leaves a temp dir of the key, says "held" and keeps both
 // until its stdin closes or it is killed.
-func runChild(role string) int {
-	if err := child(role); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 1
-	}
-	return 0
-}
-
 func child(role string) error {
 	l := NewLocks(os.Getenv(envLocks), 0, time.Millisecond)
 	key := os.Getenv(envKey)
@@ -89,51 +79,9 @@ func countUnderLock(l *Locks, key, file string, n int) error {
 	return nil
 }
 
-// proc is a child process started by a test.
-type proc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Scanner
-	done  chan error
-}
-
-// startChild starts the test binary again in role with env, and makes
-// sure it is gone when the test ends.
-func startChild(t *testing.T, role string, env ...string) *proc {
+// startChild starts the test binary again in role with env; childproc
+// kills it when the test ends, and within a minute if it hangs.
+func startChild(t *testing.T, role string, env ...string) *childproc.Proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append(env, childEnv+"="+role)...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout), done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-	})
-	return p
-}
-
-// expect reads the child's next line, which must be want.
-func (p *proc) expect(t *testing.T, want string) {
-	t.Helper()
-	require.True(t, p.out.Scan(), "the child ended before saying %q", want)
-	require.Equal(t, want, p.out.Text())
-}
-
-// wait waits for the child to end, for at most a minute.
-func (p *proc) wait(t *testing.T) error {
-	t.Helper()
-	select {
-	case err := <-p.done:
-		p.done <- err // for the cleanup
-		return err
-	case <-time.After(time.Minute):
-		t.Fatal("the child did not end within a minute")
-		return nil
-	}
+	return childproc.Start(t, role, childproc.WithEnv(env...), childproc.WithTimeout(time.Minute))
 }

@@ -1,17 +1,11 @@
 package store
 
 import (
-	"os"
 	"testing"
+
+	"github.com/tfisolate/tfisolate/internal/childproc"
 )
 
-// childEnv selects a child role (see child_test.go) when the test binary
-// is re-executed by a test as a separate process.
-const childEnv = "TFISOLATE_STORE_CHILD"
-
-func TestMain(m *testing.M) {
-	if role := os.Getenv(childEnv); role != "" {
-		os.Exit(runChild(role))
-	}
-	os.Exit(m.Run())
-}
+// TestMain runs a child role (child_test.go) when a test re-executed the
+// binary as a second process, and the tests otherwise.
+func TestMain(m *testing.M) { childproc.Main(m, child) }

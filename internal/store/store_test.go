@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/childproc"
 )
 
 // TestLockExcludesProcesses: four processes and two goroutines of this
@@ -24,7 +26,7 @@ func TestLockExcludesProcesses(t *testing.T) {
 	locks, counter := filepath.Join(dir, "locks"), filepath.Join(dir, "counter")
 	require.NoError(t, os.WriteFile(counter, []byte("0"), 0o644))
 	const procs, goroutines, times = 4, 2, 50
-	var children []*proc
+	var children []*childproc.Proc
 	for range procs {
 		children = append(children, startChild(t, "count", envLocks+"="+locks, envKey+"=k",
 			envCounter+"="+counter, envTimes+"="+strconv.Itoa(times)))
@@ -40,7 +42,7 @@ func TestLockExcludesProcesses(t *testing.T) {
 		require.NoError(t, err)
 	}
 	for _, c := range children {
-		require.NoError(t, c.wait(t))
+		require.NoError(t, c.Wait())
 	}
 	b, err := os.ReadFile(counter)
 	require.NoError(t, err)
@@ -57,7 +59,7 @@ func TestLockWaitIsBounded(t *testing.T) {
 	locks, tmp := filepath.Join(dir, "locks"), filepath.Join(dir, "tmp")
 	require.NoError(t, os.Mkdir(tmp, 0o755))
 	holder := startChild(t, "hold", envLocks+"="+locks, envTmp+"="+tmp, envKey+"=k")
-	holder.expect(t, "held")
+	holder.Expect(t, "held")
 
 	l := NewLocks(locks, 0, 0)
 	waited := 0
@@ -69,8 +71,8 @@ func TestLockWaitIsBounded(t *testing.T) {
 	require.ErrorContains(t, err, "wait for "+l.Path("k")+", held by another process, gave up after")
 	require.Equal(t, 1, waited)
 
-	require.NoError(t, holder.stdin.Close())
-	require.NoError(t, holder.wait(t))
+	require.NoError(t, holder.Stdin.Close())
+	require.NoError(t, holder.Wait())
 	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	unlock, err = l.Lock(ctx, "k", nil)
@@ -91,11 +93,11 @@ func TestSweepFree(t *testing.T) {
 		return []string{envLocks + "=" + locks, envTmp + "=" + tmp, envKey + "=" + key}
 	}
 	dead := startChild(t, "hold", env("dead")...)
-	dead.expect(t, "held")
+	dead.Expect(t, "held")
 	busy := startChild(t, "hold", env("busy")...)
-	busy.expect(t, "held")
-	require.NoError(t, dead.cmd.Process.Signal(syscall.SIGKILL))
-	require.Error(t, dead.wait(t))
+	busy.Expect(t, "held")
+	require.NoError(t, dead.Cmd.Process.Signal(syscall.SIGKILL))
+	require.Error(t, dead.Wait())
 	for _, name := range []string{"notours", "nolock.123.zip"} {
 		require.NoError(t, os.WriteFile(filepath.Join(tmp, name), nil, 0o644))
 	}
@@ -112,10 +114,10 @@ func TestSweepFree(t *testing.T) {
 	}
 	l.SweepFree(tmp, keyOf, sweep)
 	require.Equal(t, []string{"dead"}, swept)
-	require.ElementsMatch(t, []string{"busy." + strconv.Itoa(busy.cmd.Process.Pid) + ".d", "nolock.123.zip", "notours"}, names(t, tmp))
+	require.ElementsMatch(t, []string{"busy." + strconv.Itoa(busy.PID()) + ".d", "nolock.123.zip", "notours"}, names(t, tmp))
 
-	require.NoError(t, busy.stdin.Close())
-	require.NoError(t, busy.wait(t))
+	require.NoError(t, busy.Stdin.Close())
+	require.NoError(t, busy.Wait())
 	swept = nil
 	l.SweepFree(tmp, keyOf, sweep)
 	require.Equal(t, []string{"busy"}, swept)

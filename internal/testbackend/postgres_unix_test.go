@@ -3,19 +3,21 @@
 package testbackend
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/childproc"
 )
 
-// childSchemaEnv marks a re-executed test binary as TestPostgresChild's
-// child and names the schema it applies to.
+// childSchemaEnv names the schema TestPostgresChild, run as a child
+// process by SharedWithAChildProcess, applies to.
 const childSchemaEnv = "TFISOLATE_TESTBACKEND_CHILD_SCHEMA"
 
 // lockAttempt matches the log line of one pg-backend lock attempt by the
@@ -212,11 +214,13 @@ func TestPostgres(t *testing.T) {
 	t.Run("SharedWithAChildProcess", func(t *testing.T) {
 		const schema = "shared_child"
 		ctx := newTFWorld(t).ctx
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestPostgresChild$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), pg.Env(), childSchemaEnv+"="+schema)
-		out, err := cmd.CombinedOutput()
+		var stderr bytes.Buffer
+		c := childproc.Start(t, "TestPostgresChild", childproc.WithEnv(pg.Env(), childSchemaEnv+"="+schema),
+			childproc.WithStderr(&stderr), childproc.WithTimeout(testTimeout))
+		err := c.Wait()
+		out := c.Output() + stderr.String() // stderr is whole once the child is waited for
 		require.NoError(t, err, "%s", out)
-		require.Contains(t, string(out), "--- PASS: TestPostgresChild")
+		require.Contains(t, out, "--- PASS: TestPostgresChild")
 
 		// The child applied through the shared server, and its cleanup
 		// left the server running.

@@ -3,10 +3,8 @@
 package testenv_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/testenv"
 )
@@ -78,21 +77,6 @@ func TestBuildTofuLockWaitBounded(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
-const helperEnv = "TESTENV_HELPER_BUILD_TOFU_DIR"
-
-// TestHelperBuildTofu is not a test: TestBuildTofuKilled runs the test
-// binary with helperEnv set to make this a build it can kill.
-func TestHelperBuildTofu(t *testing.T) {
-	dir := os.Getenv(helperEnv)
-	if dir == "" {
-		t.Skip("helper process for TestBuildTofuKilled")
-	}
-	_, err := testenv.BuildTofu(context.Background(), dir, func(tmp string) {
-		fmt.Printf("building in %s\n", tmp)
-	})
-	fmt.Printf("build ended: %v\n", err)
-}
-
 // A build killed while `go build` runs (the go command and its compilers
 // with it) leaves only its temp dir: no binary a later run would use. The
 // next build removes the leftover and publishes a complete, working binary.
@@ -106,33 +90,35 @@ func TestBuildTofuKilled(t *testing.T) {
 	testenv.Tofu(t) // skip unless OpenTofu can be built here at all; warms the Go build cache
 	dir := t.TempDir()
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBuildTofu$", "-test.v")
-	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
+	// The child builds in a process group of its own, so that a kill
+	// reaches the go command and its compilers too.
+	c := childproc.Start(t, "build-tofu", childproc.WithEnv(buildDirEnv+"="+dir),
+		childproc.WithSysProcAttr(&syscall.SysProcAttr{Setpgid: true}))
 	killed := false
+	// childproc's own cleanup, which runs after this one, kills and reaps
+	// only the child itself: this one reaches the rest of its group.
 	t.Cleanup(func() {
 		if !killed {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = cmd.Wait()
+			_ = syscall.Kill(-c.PID(), syscall.SIGKILL)
 		}
 	})
 
-	// The helper says where it builds once `go build` runs.
+	// The child says where it builds once `go build` runs.
 	var tmp string
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if s, ok := strings.CutPrefix(sc.Text(), "building in "); ok {
+	for {
+		l, ok := c.ReadLine()
+		if !ok {
+			break
+		}
+		if s, found := strings.CutPrefix(l, "building in "); found {
 			tmp = s
 			break
 		}
 	}
 	require.NotEmpty(t, tmp, "the helper never started a build")
-	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL))
+	require.NoError(t, syscall.Kill(-c.PID(), syscall.SIGKILL))
 	killed = true
-	err = cmd.Wait()
+	err := c.Wait()
 	var ee *exec.ExitError
 	require.True(t, errors.As(err, &ee), "the helper was killed: %v", err)
 
