@@ -1,0 +1,72 @@
+// This file is the example's offline stand-in and the only one that
+// imports the SDK's internal packages: it finds terraform, writes the
+// components the fleet applies and serves a small test provider from a
+// loopback registry that every machine (process) of the fleet reaches
+// through its address and CA file. Delete it when you copy the example:
+// give each job your terraform (or none: the runner finds it), your
+// checkout's component directories and your registry (pluginc.Open(dir)
+// alone installs from the public one).
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tfisolate/tfisolate/internal/demo"
+	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/pluginc"
+)
+
+// offline is what every machine gets from the stand-in; the parent hands
+// it to the apply jobs as JSON.
+type offline struct {
+	Terraform string `json:"terraform"`  // the terraform executable
+	VPCSource string `json:"vpc_source"` // the vpc component's directory
+	Source    string `json:"source"`     // the elasticache component's directory
+	Registry  struct {
+		Host   string `json:"host"`    // its host name
+		Addr   string `json:"addr"`    // the loopback address it listens on
+		CAFile string `json:"ca_file"` // its certificate authority
+	} `json:"registry"`
+
+	downloads func() int // packages the registry served (the parent's only)
+	close     func()     // stops the registry (the parent's only)
+}
+
+// startOffline sets the stand-in up under root.
+func startOffline(ctx context.Context, root string) (*offline, error) {
+	env, err := demo.SetupOffline(ctx, root, 0)
+	if err != nil {
+		return nil, err
+	}
+	o := &offline{Terraform: env.Terraform, VPCSource: env.Source(demo.VPCComponent), Source: env.Source(demo.Component),
+		downloads: env.Provider.Downloads, close: env.Close}
+	o.Registry.Host, o.Registry.Addr = env.Provider.Host(), env.Provider.Addr()
+	o.Registry.CAFile = filepath.Join(root, "registry-ca.pem")
+	if err := env.Provider.WriteCAFile(o.Registry.CAFile); err != nil {
+		env.Close()
+		return nil, err
+	}
+	return o, nil
+}
+
+// cacheOptions are a machine's provider cache options for the registry:
+// its protocol, and a client that trusts its CA and dials it on loopback.
+func (o *offline) cacheOptions() ([]pluginc.Option, error) {
+	ca, err := os.ReadFile(o.Registry.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("registry CA: %w", err)
+	}
+	hc, err := testregistry.NewClient(o.Registry.Host, o.Registry.Addr, ca)
+	if err != nil {
+		return nil, err
+	}
+	return []pluginc.Option{pluginc.WithSource(pluginc.Registry()), pluginc.WithHTTPClient(hc)}, nil
+}
+
+// resolveRoot is the -root flag's value made absolute, or, when empty, a
+// directory for the example under the user cache dir.
+func resolveRoot(flagValue string) (string, error) { return demo.Root(flagValue, "fleet") }
