@@ -1,19 +1,3 @@
-// Command fleet is a CI fleet simulated on one machine, offline. A plan
-// job on machine A saves and exports the plans of a VPC and twelve
-// clusters placed after it as plan bundles and fans the apply out
-// (runner.FanOut); the bundles travel as an artifact; each wave's apply
-// jobs run at once, each a process of its own (this binary, re-executed)
-// with its own workdir root and provider cache, importing its bundles and
-// applying exactly them. Every state lives in one shared backend (a local
-// path here, S3 or another remote backend in a real fleet), which machine
-// A finally reads every output back from.
-//
-// A cluster needs nothing of the VPC's apply to be planned: what a unit's
-// plan reads from a dependency's outputs exists only once that dependency
-// is applied, so such a unit is planned in a later plan job.
-//
-// offline.go is the stand-in that serves a small provider from a loopback
-// registry: delete it when copying, and name your own registry.
 package main
 
 import (
@@ -40,20 +24,16 @@ import (
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
-// jobEnv holds an apply job's orders (JSON); keyEnv the bundles' HMAC key,
-// a CI secret in a real fleet. jobEnv makes a process an apply job.
-const (
-	jobEnv = "TFISOLATE_EXAMPLE_FLEET_JOB"
-	keyEnv = "TFISOLATE_EXAMPLE_FLEET_KEY"
-)
+// jobEnv carries an apply job's orders and makes a process one; keyEnv
+// carries the bundles' HMAC key (a CI secret in a real fleet).
+const jobEnv, keyEnv = "TFISOLATE_EXAMPLE_FLEET_JOB", "TFISOLATE_EXAMPLE_FLEET_KEY"
 
-// job is what the CI system tells one apply job.
+// job is what the CI system tells an apply job: its machine's own root,
+// where it downloaded the artifact, the shared backend, its matrix cell.
 type job struct {
-	Root     string   `json:"root"`     // the machine's own root
-	Artifact string   `json:"artifact"` // where the bundles were downloaded
-	State    string   `json:"state"`    // the shared backend
-	IDs      []string `json:"ids"`      // its cell of the matrix
-	Env      *offline `json:"env"`      // offline.go's stand-ins
+	Root, Artifact, State string
+	IDs                   []string
+	Env                   *offline // offline.go's stand-ins
 }
 
 func main() {
@@ -66,9 +46,7 @@ func main() {
 	}
 	stop()
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "fleet:", err)
-		}
+		fmt.Fprintln(os.Stderr, "fleet:", err)
 		os.Exit(1)
 	}
 }
@@ -78,12 +56,8 @@ func main() {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
 	rootFlag := fs.String("root", "", "where the machines' roots live (default: the user cache dir)")
-	jobs := fs.Int("jobs", 3, "apply jobs per wave")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 || *jobs < 1 {
-		return fmt.Errorf("usage: fleet [-root DIR] [-jobs N>0], not %q", args)
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return fmt.Errorf("usage: fleet [-root DIR], not %q", args)
 	}
 	root, err := resolveRoot(*rootFlag)
 	if err != nil {
@@ -94,19 +68,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer env.close()
-	start, state := time.Now(), filepath.Join(root, "state")
-	if err := os.MkdirAll(state, 0o700); err != nil {
-		return err
-	}
+	start, state, bundles, artifact := time.Now(), filepath.Join(root, "state"), filepath.Join(root, "a", "bundles"), filepath.Join(root, "artifact")
+	units, key := fleetUnits(state, env), make([]byte, 32)
+	_, _ = rand.Read(key) // never fails
 
-	// The plan job, on machine A.
+	// The plan job on A: plans, their bundles and the matrix.
 	a, err := machine(filepath.Join(root, "a"), env)
 	if err != nil {
 		return err
 	}
-	units, key := fleetUnits(state, env), make([]byte, 32)
-	_, _ = rand.Read(key) // never fails (crypto/rand)
-	bundles := filepath.Join(root, "a", "bundles")
 	for _, cmd := range []runner.Command{runner.SavePlan, runner.ExportPlan(bundles, key)} {
 		if _, err := a.Run(ctx, cmd, units...); err != nil {
 			return fmt.Errorf("plan job: %w", err)
@@ -116,18 +86,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fan, err := runner.FanOut(waves, *jobs)
+	fan, err := runner.FanOut(waves, 3)
 	if err != nil {
 		return err
 	}
 	matrix, _ := json.Marshal(fan) // a FanOutPlan always marshals
 	fmt.Fprintf(stdout, "plan job: %d bundles; matrix %s\n", len(units), matrix)
 
-	// The artifact: the CI system uploads the bundles and every apply job
-	// downloads them.
-	artifact := filepath.Join(root, "artifact")
-	if err := errors.Join(os.RemoveAll(artifact), os.Mkdir(artifact, 0o700), os.CopyFS(artifact, os.DirFS(bundles))); err != nil {
-		return fmt.Errorf("artifact: %w", err)
+	// The artifact: uploaded by the plan job, downloaded by the apply jobs.
+	if err := errors.Join(os.RemoveAll(artifact), os.MkdirAll(state, 0o700), os.Mkdir(artifact, 0o700), os.CopyFS(artifact, os.DirFS(bundles))); err != nil {
+		return err
 	}
 
 	// The apply jobs: a wave's jobs at once, each a process of its own.
@@ -136,8 +104,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	for w, wave := range fan.Waves {
-		out, errs := make([]bytes.Buffer, len(wave.Jobs)), make([]error, len(wave.Jobs))
-		spans := make([][2]time.Duration, len(wave.Jobs))
+		n := len(wave.Jobs)
+		out, errs, spans := make([]bytes.Buffer, n), make([]error, n), make([][2]time.Duration, n)
 		var wg sync.WaitGroup
 		for j, ids := range wave.Jobs {
 			spec, _ := json.Marshal(job{filepath.Join(root, fmt.Sprintf("wave%d-job%d", w+1, j+1)), artifact, state, ids, env})
@@ -146,16 +114,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			cmd.Stdout, cmd.Stderr = &out[j], &out[j]
 			cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) } // terraform stops cleanly
 			cmd.WaitDelay = time.Minute
-			wg.Go(func() {
-				spans[j][0] = time.Since(start)
-				errs[j] = cmd.Run()
-				spans[j][1] = time.Since(start)
-			})
+			wg.Go(func() { spans[j][0], errs[j], spans[j][1] = time.Since(start), cmd.Run(), time.Since(start) })
 		}
 		wg.Wait()
 		for j, ids := range wave.Jobs {
-			fmt.Fprintf(stdout, "wave %d job %d: %d units, ran %s-%s\n", w+1, j+1, len(ids),
-				spans[j][0].Round(time.Millisecond), spans[j][1].Round(time.Millisecond))
+			fmt.Fprintf(stdout, "wave %d job %d: %d units, ran %s-%s\n", w+1, j+1, len(ids), spans[j][0].Round(time.Millisecond), spans[j][1].Round(time.Millisecond))
 			for line := range strings.Lines(out[j].String()) {
 				fmt.Fprintf(stdout, "wave %d job %d: %s", w+1, j+1, line)
 			}
@@ -165,31 +128,26 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 
-	// Machine A never applied anything, yet reads every output back.
+	// A applied nothing, yet reads every output back from the shared state.
 	rep, err := a.Run(ctx, runner.Output, units...)
 	if err != nil {
 		return err
 	}
-	ok := 0
+	read := 0
 	for _, res := range rep.Results {
-		if len(res.Outputs) > 0 {
-			ok++
-		}
+		read += min(1, len(res.Outputs))
 	}
 	fmt.Fprintf(stdout, "fleet: outputs of %d/%d units read back on A from the shared state; %d provider downloads upstream; %s\n",
-		ok, len(units), env.downloads(), time.Since(start).Round(time.Millisecond))
+		read, len(units), env.downloads(), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
 // applyJob is one apply job: import its bundles, apply exactly them.
 func applyJob(ctx context.Context, spec string, stdout io.Writer) error {
 	var j job
-	if err := json.Unmarshal([]byte(spec), &j); err != nil || j.Env == nil {
-		return fmt.Errorf("%s: want a job's JSON: %v", jobEnv, err)
-	}
 	key, err := hex.DecodeString(os.Getenv(keyEnv))
-	if err != nil || len(key) == 0 {
-		return fmt.Errorf("%s: want the plan key in hex", keyEnv)
+	if jerr := json.Unmarshal([]byte(spec), &j); jerr != nil || j.Env == nil || err != nil || len(key) == 0 {
+		return fmt.Errorf("want a job's JSON in %s and the plan key in hex in %s", jobEnv, keyEnv)
 	}
 	r, err := machine(j.Root, j.Env)
 	if err != nil {
@@ -200,15 +158,16 @@ func applyJob(ctx context.Context, spec string, stdout io.Writer) error {
 		return err
 	}
 	rep, err := r.RunWith(ctx, runner.ApplyPlan, units, only)
-	if rep != nil {
-		for _, res := range rep.Results {
-			fmt.Fprintf(stdout, "pid %d: %s %s, changed: %t\n", os.Getpid(), res.Unit, res.Status, res.HasChanges)
-		}
+	if rep == nil {
+		return err
+	}
+	for _, res := range rep.Results {
+		fmt.Fprintf(stdout, "pid %d: %s %s, changed: %t\n", os.Getpid(), res.Unit, res.Status, res.HasChanges)
 	}
 	return err
 }
 
-// machine is one CI machine's runner: its own workdir root and cache.
+// machine is one CI machine's runner, with its own workdirs and cache.
 func machine(root string, env *offline) (*runner.Runner, error) {
 	opts, err := env.cacheOptions()
 	if err != nil {
@@ -225,24 +184,24 @@ func machine(root string, env *offline) (*runner.Runner, error) {
 	return runner.New(runner.WithWorkdirs(wds), runner.WithPluginCache(cache), runner.WithTerraform(env.Terraform))
 }
 
-// fleetUnits are the stack's VPC and twelve clusters, each cluster after
-// the VPC, every state in the shared backend at dir.
-func fleetUnits(dir string, env *offline) []runner.Unit {
-	unit := func(instance, source string) runner.Unit {
+// fleetUnits are the stack's VPC and twelve clusters after it, every
+// state in the shared backend at dir.
+func fleetUnits(dir string, env *offline) (units []runner.Unit) {
+	for i := range 13 {
+		instance, source := fmt.Sprintf("elasticache/redis-cluster-%d", i), env.Source
+		if i == 0 {
+			instance, source = "network/vpc", env.VPCSource
+		}
 		name := "plat-ue2-dev-" + strings.ReplaceAll(instance, "/", "-")
 		backend, _ := json.Marshal(map[string]any{"terraform": map[string]any{"backend": map[string]any{
 			"local": map[string]string{"path": filepath.Join(dir, name+".tfstate")}}}})
-		return runner.Unit{ID: "plat-ue2-dev/" + instance, Workdir: workdir.Spec{
+		units = append(units, runner.Unit{ID: "plat-ue2-dev/" + instance, Workdir: workdir.Spec{
 			Stack: "plat-ue2-dev", Instance: instance, Source: source, Files: map[string][]byte{
 				"backend.tf.json":            backend,
-				"terraform.auto.tfvars.json": fmt.Appendf(nil, `{"name": %q, "latency_seconds": 0}`, name),
-			}}}
-	}
-	units := []runner.Unit{unit("network/vpc", env.VPCSource)}
-	for i := 1; i <= 12; i++ {
-		u := unit(fmt.Sprintf("elasticache/redis-cluster-%d", i), env.Source)
-		u.DependsOn = []string{units[0].ID}
-		units = append(units, u)
+				"terraform.auto.tfvars.json": fmt.Appendf(nil, `{"name": %q, "latency_seconds": 0}`, name)}}})
+		if i > 0 {
+			units[i].DependsOn = []string{units[0].ID}
+		}
 	}
 	return units
 }

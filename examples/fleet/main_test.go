@@ -143,14 +143,15 @@ func TestRunFleet(t *testing.T) {
 }
 
 func TestRunRejectsBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"-jobs", "0"}, {"extra"}} {
+	for _, args := range [][]string{{"-jobs", "3"}, {"extra"}, {"-root"}} {
 		require.Error(t, run(context.Background(), args, &bytes.Buffer{}), "%v", args)
 	}
 }
 
 // An apply job with orders it cannot read says so and runs nothing.
 func TestApplyJobRejectsBadOrders(t *testing.T) {
+	t.Setenv(keyEnv, "00")
 	require.ErrorContains(t, applyJob(context.Background(), "{not json", &bytes.Buffer{}), jobEnv)
 	t.Setenv(keyEnv, "not hex")
-	require.ErrorContains(t, applyJob(context.Background(), `{"env": {}}`, &bytes.Buffer{}), keyEnv)
+	require.ErrorContains(t, applyJob(context.Background(), `{"Env": {}}`, &bytes.Buffer{}), keyEnv)
 }

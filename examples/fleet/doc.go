@@ -1,0 +1,27 @@
+// Command fleet is a CI fleet simulated on one machine, offline: stack
+// plat-ue2-dev, a VPC and twelve clusters (elasticache/redis-cluster-1..12)
+// ordered after it.
+//
+//   - The plan job, on machine A (its own workdir root and provider
+//     cache), saves every unit's plan, exports the plans as plan bundles
+//     (runner.ExportPlan, with an HMAC key) and splits the apply into
+//     waves and jobs (Order, then runner.FanOut with 3 jobs a wave); the
+//     FanOutPlan's JSON is the CI matrix.
+//   - The bundles travel as an artifact (a copy into another directory).
+//   - Each wave's apply jobs run at once, each a process of its own (this
+//     binary again) with its own root: it imports its matrix cell's
+//     bundles (runner.ImportPlan, WithIDs) and applies exactly those plans
+//     (runner.ApplyPlan).
+//   - Every state lives in one shared backend (a local path here, standing
+//     in for S3 or another remote backend), from which machine A, which
+//     applied nothing, reads every unit's outputs back at the end.
+//
+// A cluster needs nothing of the VPC's apply to be planned. A unit whose
+// plan reads a dependency's outputs can only be planned once that
+// dependency is applied: plan it in a later plan job.
+//
+// main.go is the part to copy; it uses only the SDK's public packages.
+// offline.go is the stand-in that serves a small provider from a loopback
+// registry so the example runs with no network: delete it when copying,
+// and name your own components and registry.
+package main
