@@ -13,8 +13,8 @@
 //     bundles (runner.ImportPlan, WithIDs) and applies exactly those plans
 //     (runner.ApplyPlan).
 //   - Every state lives in one shared backend (a local path here, standing
-//     in for S3 or another remote backend), from which machine A, which
-//     applied nothing, reads every unit's outputs back at the end.
+//     in for S3 or another remote backend): run the fleet again and machine
+//     A, which applied nothing, plans no change.
 //
 // A cluster needs nothing of the VPC's apply to be planned. A unit whose
 // plan reads a dependency's outputs can only be planned once that

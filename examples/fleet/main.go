@@ -52,7 +52,7 @@ func main() {
 }
 
 // run is the fleet: the plan job, the artifact, the apply jobs wave by
-// wave, then every output read back from the shared state.
+// wave.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
 	rootFlag := fs.String("root", "", "where the machines' roots live (default: the user cache dir)")
@@ -71,6 +71,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	start, state, bundles, artifact := time.Now(), filepath.Join(root, "state"), filepath.Join(root, "a", "bundles"), filepath.Join(root, "artifact")
 	units, key := fleetUnits(state, env), make([]byte, 32)
 	_, _ = rand.Read(key) // never fails
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return err
+	}
 
 	// The plan job on A: plans, their bundles and the matrix.
 	a, err := machine(filepath.Join(root, "a"), env)
@@ -94,8 +97,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "plan job: %d bundles; matrix %s\n", len(units), matrix)
 
 	// The artifact: uploaded by the plan job, downloaded by the apply jobs.
-	if err := errors.Join(os.RemoveAll(artifact), os.MkdirAll(state, 0o700), os.Mkdir(artifact, 0o700), os.CopyFS(artifact, os.DirFS(bundles))); err != nil {
+	if err := os.RemoveAll(artifact); err != nil {
 		return err
+	}
+	if err := errors.Join(os.Mkdir(artifact, 0o700), os.CopyFS(artifact, os.DirFS(bundles))); err != nil {
+		return fmt.Errorf("artifact: %w", err)
 	}
 
 	// The apply jobs: a wave's jobs at once, each a process of its own.
@@ -114,7 +120,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			cmd.Stdout, cmd.Stderr = &out[j], &out[j]
 			cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) } // terraform stops cleanly
 			cmd.WaitDelay = time.Minute
-			wg.Go(func() { spans[j][0], errs[j], spans[j][1] = time.Since(start), cmd.Run(), time.Since(start) })
+			wg.Go(func() {
+				spans[j][0] = time.Since(start)
+				errs[j] = cmd.Run()
+				spans[j][1] = time.Since(start)
+			})
 		}
 		wg.Wait()
 		for j, ids := range wave.Jobs {
@@ -128,17 +138,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 
-	// A applied nothing, yet reads every output back from the shared state.
-	rep, err := a.Run(ctx, runner.Output, units...)
-	if err != nil {
-		return err
-	}
-	read := 0
-	for _, res := range rep.Results {
-		read += min(1, len(res.Outputs))
-	}
-	fmt.Fprintf(stdout, "fleet: outputs of %d/%d units read back on A from the shared state; %d provider downloads upstream; %s\n",
-		read, len(units), env.downloads(), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "fleet: every job succeeded, every state in %s; %d provider downloads upstream; %s\n",
+		state, env.downloads(), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

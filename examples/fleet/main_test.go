@@ -49,8 +49,9 @@ type span struct{ from, to time.Duration }
 // and a wave of 3 jobs of 4 clusters; every job a process of its own with
 // its own root, the three of wave 2 running at once; every unit applied
 // exactly once, by the job of its matrix cell, into the one shared
-// backend, whose outputs the plan machine reads back. A second run of the
-// whole fleet plans and applies no change and downloads nothing.
+// backend. A second run of the whole fleet plans no change (the plan job
+// sees the states the apply jobs wrote), applies none and downloads
+// nothing.
 func TestRunFleet(t *testing.T) {
 	testenv.Terraform(t)
 	root := t.TempDir()
@@ -127,7 +128,12 @@ func TestRunFleet(t *testing.T) {
 	states, err := filepath.Glob(filepath.Join(root, "state", "*.tfstate"))
 	require.NoError(t, err)
 	require.Len(t, states, 13)
-	require.Contains(t, s, "fleet: outputs of 13/13 units read back on A from the shared state; 5 provider downloads upstream;")
+	for _, st := range states {
+		b, err := os.ReadFile(st)
+		require.NoError(t, err)
+		require.Contains(t, string(b), `"type": "tfitest_item"`, "%s holds its unit's resources", st)
+	}
+	require.Contains(t, s, "fleet: every job succeeded, every state in "+filepath.Join(root, "state")+"; 5 provider downloads upstream;")
 
 	// The same fleet again: nothing to change, nothing to download.
 	out.Reset()
@@ -139,7 +145,7 @@ func TestRunFleet(t *testing.T) {
 		require.Equal(t, "succeeded", u[5], u[4])
 		require.Equal(t, "false", u[6], "%s: an empty plan changes nothing", u[4])
 	}
-	require.Contains(t, s, "fleet: outputs of 13/13 units read back on A from the shared state; 0 provider downloads upstream;")
+	require.Contains(t, s, "; 0 provider downloads upstream;", "every machine's cache is warm")
 }
 
 func TestRunRejectsBadFlags(t *testing.T) {
