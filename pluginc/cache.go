@@ -112,7 +112,10 @@ type Cache struct {
 // fetched once per Cache.
 type listing struct {
 	versions []*version.Version
-	from     map[string]offer // version (normalized) -> the first source that offers it
+	// offers maps a version (normalized) to every source that offers
+	// it, in the sources' order: the first is installed from, the
+	// others are fallen back to when it fails.
+	offers map[string][]offer
 }
 
 // offer is a version as one source lists it.
@@ -315,7 +318,7 @@ func (c *Cache) listing(ctx context.Context, p Provider) (*listing, error) {
 
 // list asks every source for the versions of p.
 func (c *Cache) list(ctx context.Context, p Provider) (*listing, error) {
-	l := &listing{from: map[string]offer{}}
+	l := &listing{offers: map[string][]offer{}}
 	var errs []error
 	for i, s := range c.sources {
 		vs, err := s.Versions(withEnv(ctx, c.env), p)
@@ -326,7 +329,11 @@ func (c *Cache) list(ctx context.Context, p Provider) (*listing, error) {
 			if errors.Is(err, ErrNotFound) {
 				continue
 			}
-			errs = append(errs, fmt.Errorf("list versions of %s from %s: %w", p, s, err))
+			err = fmt.Errorf("list versions of %s from %s: %w", p, s, err)
+			errs = append(errs, err)
+			// The other sources may still offer the provider: say which
+			// one failed, since the error is dropped if they do.
+			c.log.Warn("source failed to list versions; trying the other sources", "source", s.String(), "provider", p.String(), "error", err)
 			continue
 		}
 		for _, spelled := range vs {
@@ -335,9 +342,12 @@ func (c *Cache) list(ctx context.Context, p Provider) (*listing, error) {
 				c.log.Warn("source lists an invalid version; ignoring it", "source", s.String(), "provider", p.String(), "version", spelled)
 				continue
 			}
-			if _, dup := l.from[v.String()]; !dup {
-				l.from[v.String()] = offer{source: i, spelled: spelled}
+			prev := l.offers[v.String()]
+			if len(prev) == 0 {
 				l.versions = append(l.versions, v)
+			}
+			if len(prev) == 0 || prev[len(prev)-1].source != i { // one offer per source, its first spelling
+				l.offers[v.String()] = append(prev, offer{source: i, spelled: spelled})
 			}
 		}
 	}

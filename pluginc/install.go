@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -413,10 +414,13 @@ func (g *verifiedPackage) cleanup() {
 }
 
 // fetchVerified downloads the package from the first source that lists
-// it, verifies it, unpacks it into a temp dir and records it. The caller
-// holds the package lock and calls cleanup.
+// it, verifies it, unpacks it into a temp dir and records it. A source
+// whose Fetch fails (a mirror that went down mid-download, a package that
+// fails its check) is logged and the next source that lists the version
+// is tried; the error, when every one fails, names each source. The
+// caller holds the package lock and calls cleanup.
 func (c *Cache) fetchVerified(ctx context.Context, id PackageID) (*verifiedPackage, error) {
-	src, spelled, err := c.sourceFor(ctx, id)
+	offers, err := c.offersFor(ctx, id)
 	if err != nil {
 		return nil, installError(id, "", err)
 	}
@@ -434,10 +438,7 @@ func (c *Cache) fetchVerified(ctx context.Context, id PackageID) (*verifiedPacka
 		return fail("", err)
 	}
 	defer zf.Close()
-	c.log.Info("downloading provider", "provider", id.Provider.String(), "version", id.Version, "platform", id.Platform, "source", src.String())
-	// The source gets the version as it listed it, and the cache's HTTP
-	// client and limits if it is a built-in one.
-	f, err := src.Fetch(withEnv(ctx, c.env), PackageID{Provider: id.Provider, Version: spelled, Platform: id.Platform}, zf)
+	src, f, err := c.fetchFrom(ctx, id, offers, zf)
 	if err != nil {
 		return fail(f.URL, err)
 	}
@@ -486,19 +487,58 @@ func (c *Cache) place(id PackageID, got *verifiedPackage) (Package, error) {
 	return got.meta.pkg(id, final), nil
 }
 
-// sourceFor returns the first source that lists the package's version,
-// and the version as that source spells it.
-func (c *Cache) sourceFor(ctx context.Context, id PackageID) (Source, string, error) {
+// offersFor returns the sources that list the package's version, in
+// order, each with the version as it spells it.
+func (c *Cache) offersFor(ctx context.Context, id PackageID) ([]offer, error) {
 	l, err := c.listing(ctx, id.Provider)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	o, ok := l.from[id.Version]
+	ofs, ok := l.offers[id.Version]
 	if !ok {
-		return nil, "", fmt.Errorf("%w: version %s of %s is offered by none of the sources (%s); available versions: %s",
+		return nil, fmt.Errorf("%w: version %s of %s is offered by none of the sources (%s); available versions: %s",
 			ErrLockedVersion, id.Version, id.Provider, c.sourceNames(), listVersions(l.versions))
 	}
-	return c.sources[o.source], o.spelled, nil
+	return ofs, nil
+}
+
+// fetchFrom fetches the package into zf from the first of offers whose
+// Fetch succeeds and returns that source and what it said. A failure
+// other than the context's is logged (Warn) and the next offer tried,
+// zf started over; the error of the last names every source that failed
+// (a single source's error is returned as it is).
+func (c *Cache) fetchFrom(ctx context.Context, id PackageID, offers []offer, zf *os.File) (Source, Fetched, error) {
+	var errs []error
+	var f Fetched
+	for i, o := range offers {
+		src := c.sources[o.source]
+		if i > 0 {
+			if err := zf.Truncate(0); err != nil {
+				return nil, f, err
+			}
+			if _, err := zf.Seek(0, io.SeekStart); err != nil {
+				return nil, f, err
+			}
+		}
+		c.log.Info("downloading provider", "provider", id.Provider.String(), "version", id.Version, "platform", id.Platform, "source", src.String())
+		// The source gets the version as it listed it, and the cache's
+		// HTTP client and limits if it is a built-in one.
+		var err error
+		f, err = src.Fetch(withEnv(ctx, c.env), PackageID{Provider: id.Provider, Version: o.spelled, Platform: id.Platform}, zf)
+		if err == nil {
+			return src, f, nil
+		}
+		if ctx.Err() != nil || len(offers) == 1 {
+			return nil, f, err
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", src, err))
+		if i+1 < len(offers) {
+			c.log.Warn("source failed to deliver the package; trying the next source that offers it",
+				"provider", id.Provider.String(), "version", id.Version, "platform", id.Platform,
+				"source", src.String(), "next", c.sources[offers[i+1].source].String(), "error", err)
+		}
+	}
+	return nil, f, errors.Join(errs...)
 }
 
 // installError is the InstallError of the package id.

@@ -1,14 +1,10 @@
 package pluginc
 
 import (
-	"os"
 	"testing"
 
+	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testprovider.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { childproc.Main(m, fleetChild, testprovider.Cleanup) }
