@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -24,22 +25,28 @@ import (
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
-// jobEnv carries an apply job's orders and makes a process one; keyEnv
-// carries the bundles' HMAC key (a CI secret in a real fleet).
-const jobEnv, keyEnv = "TFISOLATE_EXAMPLE_FLEET_JOB", "TFISOLATE_EXAMPLE_FLEET_KEY"
+// jobEnv and mirrorEnv carry a process's orders and make it an apply job
+// or the mirror; keyEnv carries the bundles' HMAC key (a CI secret).
+const (
+	jobEnv    = "TFISOLATE_EXAMPLE_FLEET_JOB"
+	mirrorEnv = "TFISOLATE_EXAMPLE_FLEET_MIRROR"
+	keyEnv    = "TFISOLATE_EXAMPLE_FLEET_KEY"
+)
 
-// job is what the CI system tells an apply job: its machine's own root,
-// where it downloaded the artifact, the shared backend, its matrix cell.
+// job is what the CI system tells a machine: its own root, the fleet's
+// provider mirror, where the artifact is, the shared backend, its IDs.
 type job struct {
-	Root, Artifact, State string
-	IDs                   []string
-	Env                   *offline // offline.go's stand-ins
+	Root, Mirror, MirrorCert, Artifact, State string
+	IDs                                       []string
+	Env                                       *offline // offline.go's stand-ins
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var err error
-	if spec, ok := os.LookupEnv(jobEnv); ok {
+	if spec, ok := os.LookupEnv(mirrorEnv); ok {
+		err = serveMirror(spec, os.Stdin, os.Stdout)
+	} else if spec, ok := os.LookupEnv(jobEnv); ok {
 		err = applyJob(ctx, spec, os.Stdout)
 	} else {
 		err = run(ctx, os.Args[1:], os.Stdout)
@@ -51,9 +58,9 @@ func main() {
 	}
 }
 
-// run is the fleet: the plan job, the artifact, the apply jobs wave by
-// wave.
-func run(ctx context.Context, args []string, stdout io.Writer) error {
+// run is the fleet: the mirror, the plan job, the artifact, the apply
+// jobs wave by wave.
+func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
 	rootFlag := fs.String("root", "", "where the machines' roots live (default: the user cache dir)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
@@ -75,8 +82,37 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	// The provider mirror: the only machine that downloads from upstream.
+	m := job{Root: filepath.Join(root, "mirror"), MirrorCert: filepath.Join(root, "mirror.pem"), Env: env}
+	spec, _ := json.Marshal(m)
+	mirror := exec.CommandContext(ctx, exe)
+	mirror.Env, mirror.Stderr = append(os.Environ(), mirrorEnv+"="+string(spec)), os.Stderr
+	stopMirror, err := mirror.StdinPipe() // closed: the fleet is done
+	if err != nil {
+		return err
+	}
+	mirrorOut, err := mirror.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := mirror.Start(); err != nil {
+		return fmt.Errorf("start the mirror: %w", err)
+	}
+	defer func() { err = errors.Join(err, stopMirror.Close(), mirror.Wait()) }()
+	if m.Mirror, err = bufio.NewReader(mirrorOut).ReadString('\n'); err != nil {
+		return fmt.Errorf("the mirror said no URL: %w", err)
+	}
+	m.Mirror = strings.TrimSpace(m.Mirror)
+	fmt.Fprintf(stdout, "mirror: pid %d serves the provider cache at %s\n", mirror.Process.Pid, m.Mirror)
+
 	// The plan job on A: plans, their bundles and the matrix.
-	a, err := machine(filepath.Join(root, "a"), env)
+	m.Root = filepath.Join(root, "a")
+	a, err := machine(m)
 	if err != nil {
 		return err
 	}
@@ -105,16 +141,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	// The apply jobs: a wave's jobs at once, each a process of its own.
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	for w, wave := range fan.Waves {
 		n := len(wave.Jobs)
 		out, errs, spans := make([]bytes.Buffer, n), make([]error, n), make([][2]time.Duration, n)
 		var wg sync.WaitGroup
 		for j, ids := range wave.Jobs {
-			spec, _ := json.Marshal(job{filepath.Join(root, fmt.Sprintf("wave%d-job%d", w+1, j+1)), artifact, state, ids, env})
+			spec, _ := json.Marshal(job{filepath.Join(root, fmt.Sprintf("wave%d-job%d", w+1, j+1)), m.Mirror, m.MirrorCert, artifact, state, ids, env})
 			cmd := exec.CommandContext(ctx, exe)
 			cmd.Env = append(os.Environ(), jobEnv+"="+string(spec), keyEnv+"="+hex.EncodeToString(key))
 			cmd.Stdout, cmd.Stderr = &out[j], &out[j]
@@ -150,7 +182,7 @@ func applyJob(ctx context.Context, spec string, stdout io.Writer) error {
 	if jerr := json.Unmarshal([]byte(spec), &j); jerr != nil || j.Env == nil || err != nil || len(key) == 0 {
 		return fmt.Errorf("want a job's JSON in %s and the plan key in hex in %s", jobEnv, keyEnv)
 	}
-	r, err := machine(j.Root, j.Env)
+	r, err := machine(j)
 	if err != nil {
 		return err
 	}
@@ -168,21 +200,47 @@ func applyJob(ctx context.Context, spec string, stdout io.Writer) error {
 	return err
 }
 
-// machine is one CI machine's runner, with its own workdirs and cache.
-func machine(root string, env *offline) (*runner.Runner, error) {
-	opts, err := env.cacheOptions()
+// serveMirror is the fleet's provider mirror: a cache filled from
+// upstream, served to the machines until stop closes.
+func serveMirror(spec string, stop io.Reader, stdout io.Writer) error {
+	var m job
+	if err := json.Unmarshal([]byte(spec), &m); err != nil || m.Env == nil {
+		return fmt.Errorf("want the mirror's JSON in %s: %v", mirrorEnv, err)
+	}
+	upstream, err := m.Env.cacheOptions() // offline.go; yours: none, or your registry
+	if err != nil {
+		return err
+	}
+	cache, err := pluginc.Open(filepath.Join(m.Root, "plugin-cache"), upstream...)
+	if err != nil {
+		return err
+	}
+	url, closeMirror, err := serveTLS(cache.MirrorHandler(), m.MirrorCert) // offline.go; yours: http.ListenAndServeTLS
+	if err != nil {
+		return err
+	}
+	defer closeMirror()
+	fmt.Fprintln(stdout, url)
+	_, err = io.Copy(io.Discard, stop)
+	return err
+}
+
+// machine is one CI machine's runner: its own workdirs, and its own cache
+// filled from the fleet's mirror.
+func machine(j job) (*runner.Runner, error) {
+	opts, err := mirrorOptions(j.Mirror, j.MirrorCert) // offline.go; yours: pluginc.WithSource(pluginc.NetworkMirror(url))
 	if err != nil {
 		return nil, err
 	}
-	cache, err := pluginc.Open(filepath.Join(root, "plugin-cache"), opts...)
+	cache, err := pluginc.Open(filepath.Join(j.Root, "plugin-cache"), opts...)
 	if err != nil {
 		return nil, err
 	}
-	wds, err := workdir.New(filepath.Join(root, "workdirs"))
+	wds, err := workdir.New(filepath.Join(j.Root, "workdirs"))
 	if err != nil {
 		return nil, err
 	}
-	return runner.New(runner.WithWorkdirs(wds), runner.WithPluginCache(cache), runner.WithTerraform(env.Terraform))
+	return runner.New(runner.WithWorkdirs(wds), runner.WithPluginCache(cache), runner.WithTerraform(j.Env.Terraform))
 }
 
 // fleetUnits are the stack's VPC and twelve clusters after it, every

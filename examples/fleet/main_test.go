@@ -20,20 +20,25 @@ import (
 	"github.com/tfisolate/tfisolate/runner"
 )
 
-// TestMain turns the test binary into an apply job when run started it
-// as one (run re-executes its own executable, under go test this binary).
+// TestMain turns the test binary into the mirror or an apply job when run
+// started it as one (run re-executes its own executable, under go test
+// this binary).
 func TestMain(m *testing.M) {
-	if spec, ok := os.LookupEnv(jobEnv); ok {
+	var err error
+	if spec, ok := os.LookupEnv(mirrorEnv); ok {
+		err = serveMirror(spec, os.Stdin, os.Stdout)
+	} else if spec, ok := os.LookupEnv(jobEnv); ok {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err := applyJob(ctx, spec, os.Stdout)
+		err = applyJob(ctx, spec, os.Stdout)
 		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "apply job:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+	} else {
+		os.Exit(m.Run())
 	}
-	os.Exit(m.Run())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 var (
@@ -133,7 +138,7 @@ func TestRunFleet(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, string(b), `"type": "tfitest_item"`, "%s holds its unit's resources", st)
 	}
-	require.Contains(t, s, "fleet: every job succeeded, every state in "+filepath.Join(root, "state")+"; 5 provider downloads upstream;")
+	require.Contains(t, s, "fleet: every job succeeded, every state in "+filepath.Join(root, "state")+"; 1 provider downloads upstream;", "only the mirror downloads")
 
 	// The same fleet again: nothing to change, nothing to download.
 	out.Reset()

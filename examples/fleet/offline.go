@@ -1,8 +1,9 @@
 // This file is the example's offline stand-in and the only one that
 // imports the SDK's internal packages: it finds terraform, writes the
-// components the fleet applies and serves a small test provider from a
-// loopback registry that every machine (process) of the fleet reaches
-// through its address and CA file. Delete it when you copy the example:
+// components the fleet applies, serves a small test provider from a
+// loopback registry (the mirror's upstream, reached through its address
+// and CA file) and makes up a certificate for the fleet's mirror, which
+// the machines then trust. Delete it when you copy the example:
 // give each job your terraform (or none: the runner finds it), your
 // checkout's component directories and your registry (pluginc.Open(dir)
 // alone installs from the public one).
@@ -11,9 +12,16 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/internal/testregistry"
@@ -65,6 +73,38 @@ func (o *offline) cacheOptions() ([]pluginc.Option, error) {
 		return nil, err
 	}
 	return []pluginc.Option{pluginc.WithSource(pluginc.Registry()), pluginc.WithHTTPClient(hc)}, nil
+}
+
+// serveTLS serves h on loopback over TLS with a certificate made up for
+// it, written to certFile for the machines to trust, and returns its URL.
+// Yours: an http.Server with your own certificate.
+func serveTLS(h http.Handler, certFile string) (url string, stop func(), err error) {
+	srv := httptest.NewTLSServer(h)
+	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(certFile, cert, 0o644); err != nil {
+		srv.Close()
+		return "", nil, err
+	}
+	return srv.URL + "/", srv.Close, nil
+}
+
+// mirrorOptions are a machine's provider cache options for the fleet's
+// mirror at url: its protocol, and a client that trusts the certificate
+// in certFile. Yours: pluginc.WithSource(pluginc.NetworkMirror(url)).
+func mirrorOptions(url, certFile string) ([]pluginc.Option, error) {
+	cert, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("mirror certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cert) {
+		return nil, fmt.Errorf("no certificate in %s", certFile)
+	}
+	hc := &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		DialContext:     (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+	}}
+	return []pluginc.Option{pluginc.WithSource(pluginc.NetworkMirror(url)), pluginc.WithHTTPClient(hc)}, nil
 }
 
 // resolveRoot is the -root flag's value made absolute, or, when empty, a
