@@ -1,24 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/runner"
@@ -58,121 +50,24 @@ func main() {
 	}
 }
 
-// run is the fleet: the mirror, the plan job, the artifact, the apply
-// jobs wave by wave.
-func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
-	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
-	rootFlag := fs.String("root", "", "where the machines' roots live (default: the user cache dir)")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return fmt.Errorf("usage: fleet [-root DIR], not %q", args)
-	}
-	root, err := resolveRoot(*rootFlag)
+// planJob is the plan job: every unit's plan saved and exported as a
+// bundle into j.Artifact, and the apply fanned out into the CI matrix.
+func planJob(ctx context.Context, j job, key []byte) (runner.FanOutPlan, error) {
+	r, err := machine(j)
 	if err != nil {
-		return err
+		return runner.FanOutPlan{}, err
 	}
-	env, err := startOffline(ctx, root)
-	if err != nil {
-		return err
-	}
-	defer env.close()
-	start, state, bundles, artifact := time.Now(), filepath.Join(root, "state"), filepath.Join(root, "a", "bundles"), filepath.Join(root, "artifact")
-	units, key := fleetUnits(state, env), make([]byte, 32)
-	_, _ = rand.Read(key) // never fails
-	if err := os.MkdirAll(state, 0o700); err != nil {
-		return err
-	}
-
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-
-	// The provider mirror: the only machine that downloads from upstream.
-	m := job{Root: filepath.Join(root, "mirror"), MirrorCert: filepath.Join(root, "mirror.pem"), Env: env}
-	spec, _ := json.Marshal(m)
-	mirror := exec.CommandContext(ctx, exe)
-	mirror.Env, mirror.Stderr = append(os.Environ(), mirrorEnv+"="+string(spec)), os.Stderr
-	stopMirror, err := mirror.StdinPipe() // closed: the fleet is done
-	if err != nil {
-		return err
-	}
-	mirrorOut, err := mirror.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := mirror.Start(); err != nil {
-		return fmt.Errorf("start the mirror: %w", err)
-	}
-	defer func() { err = errors.Join(err, stopMirror.Close(), mirror.Wait()) }()
-	if m.Mirror, err = bufio.NewReader(mirrorOut).ReadString('\n'); err != nil {
-		return fmt.Errorf("the mirror said no URL: %w", err)
-	}
-	m.Mirror = strings.TrimSpace(m.Mirror)
-	fmt.Fprintf(stdout, "mirror: pid %d serves the provider cache at %s\n", mirror.Process.Pid, m.Mirror)
-
-	// The plan job on A: plans, their bundles and the matrix.
-	m.Root = filepath.Join(root, "a")
-	a, err := machine(m)
-	if err != nil {
-		return err
-	}
-	for _, cmd := range []runner.Command{runner.SavePlan, runner.ExportPlan(bundles, key)} {
-		if _, err := a.Run(ctx, cmd, units...); err != nil {
-			return fmt.Errorf("plan job: %w", err)
+	units := fleetUnits(j.State, j.Env)
+	for _, cmd := range []runner.Command{runner.SavePlan, runner.ExportPlan(j.Artifact, key)} {
+		if _, err := r.Run(ctx, cmd, units...); err != nil {
+			return runner.FanOutPlan{}, err
 		}
 	}
-	waves, err := a.Order(runner.Apply, units...)
+	waves, err := r.Order(runner.Apply, units...)
 	if err != nil {
-		return err
+		return runner.FanOutPlan{}, err
 	}
-	fan, err := runner.FanOut(waves, 3)
-	if err != nil {
-		return err
-	}
-	matrix, _ := json.Marshal(fan) // a FanOutPlan always marshals
-	fmt.Fprintf(stdout, "plan job: %d bundles; matrix %s\n", len(units), matrix)
-
-	// The artifact: uploaded by the plan job, downloaded by the apply jobs.
-	if err := os.RemoveAll(artifact); err != nil {
-		return err
-	}
-	if err := errors.Join(os.Mkdir(artifact, 0o700), os.CopyFS(artifact, os.DirFS(bundles))); err != nil {
-		return fmt.Errorf("artifact: %w", err)
-	}
-
-	// The apply jobs: a wave's jobs at once, each a process of its own.
-	for w, wave := range fan.Waves {
-		n := len(wave.Jobs)
-		out, errs, spans := make([]bytes.Buffer, n), make([]error, n), make([][2]time.Duration, n)
-		var wg sync.WaitGroup
-		for j, ids := range wave.Jobs {
-			spec, _ := json.Marshal(job{filepath.Join(root, fmt.Sprintf("wave%d-job%d", w+1, j+1)), m.Mirror, m.MirrorCert, artifact, state, ids, env})
-			cmd := exec.CommandContext(ctx, exe)
-			cmd.Env = append(os.Environ(), jobEnv+"="+string(spec), keyEnv+"="+hex.EncodeToString(key))
-			cmd.Stdout, cmd.Stderr = &out[j], &out[j]
-			cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) } // terraform stops cleanly
-			cmd.WaitDelay = time.Minute
-			wg.Go(func() {
-				spans[j][0] = time.Since(start)
-				errs[j] = cmd.Run()
-				spans[j][1] = time.Since(start)
-			})
-		}
-		wg.Wait()
-		for j, ids := range wave.Jobs {
-			fmt.Fprintf(stdout, "wave %d job %d: %d units, ran %s-%s\n", w+1, j+1, len(ids), spans[j][0].Round(time.Millisecond), spans[j][1].Round(time.Millisecond))
-			for line := range strings.Lines(out[j].String()) {
-				fmt.Fprintf(stdout, "wave %d job %d: %s", w+1, j+1, line)
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("wave %d: %w", w+1, err)
-		}
-	}
-
-	fmt.Fprintf(stdout, "fleet: every job succeeded, every state in %s; %d provider downloads upstream; %s\n",
-		state, env.downloads(), time.Since(start).Round(time.Millisecond))
-	return nil
+	return runner.FanOut(waves, 3)
 }
 
 // applyJob is one apply job: import its bundles, apply exactly them.

@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 }
 
 var (
+	mirrorLine = regexp.MustCompile(`(?m)^mirror: pid (\d+) serves the provider cache at https://127\.0\.0\.1:\d+/$`)
 	matrixLine = regexp.MustCompile(`(?m)^plan job: 13 bundles; matrix (.*)$`)
 	jobLine    = regexp.MustCompile(`(?m)^wave (\d) job (\d): (\d+) units, ran (\S+)-(\S+)$`)
 	unitLine   = regexp.MustCompile(`(?m)^wave (\d) job (\d): pid (\d+): (\S+) (\S+), changed: (true|false)$`)
@@ -50,13 +51,14 @@ var (
 // span is when an apply job's process ran, from the fleet's start.
 type span struct{ from, to time.Duration }
 
-// The fleet: the plan job's 13 bundles fanned out into a wave of the VPC
-// and a wave of 3 jobs of 4 clusters; every job a process of its own with
-// its own root, the three of wave 2 running at once; every unit applied
-// exactly once, by the job of its matrix cell, into the one shared
-// backend. A second run of the whole fleet plans no change (the plan job
-// sees the states the apply jobs wrote), applies none and downloads
-// nothing.
+// The fleet: a mirror process; the plan job's 13 bundles fanned out into
+// a wave of the VPC and a wave of 3 jobs of 4 clusters; every job a
+// process of its own with its own root, the three of wave 2 running at
+// once; every unit applied exactly once, by the job of its matrix cell,
+// into the one shared backend; the provider downloaded from upstream
+// once, by the mirror, every machine installing it from there. A second
+// run of the whole fleet plans no change (the plan job sees the states
+// the apply jobs wrote), applies none and downloads nothing.
 func TestRunFleet(t *testing.T) {
 	testenv.Terraform(t)
 	root := t.TempDir()
@@ -65,6 +67,8 @@ func TestRunFleet(t *testing.T) {
 	s := out.String()
 	t.Log("\n" + s)
 
+	mirror := mirrorLine.FindStringSubmatch(s)
+	require.NotNil(t, mirror, "no mirror")
 	m := matrixLine.FindStringSubmatch(s)
 	require.NotNil(t, m, "no matrix printed")
 	var fan runner.FanOutPlan
@@ -109,6 +113,7 @@ func TestRunFleet(t *testing.T) {
 		distinct[p] = true
 	}
 	require.Len(t, distinct, 4, "a process per job")
+	require.NotContains(t, distinct, mirror[1], "the mirror is a process of its own")
 
 	// The three jobs of wave 2 ran at once, each with its own root.
 	var wave2 []span
@@ -159,8 +164,10 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 }
 
-// An apply job with orders it cannot read says so and runs nothing.
-func TestApplyJobRejectsBadOrders(t *testing.T) {
+// The mirror or an apply job with orders it cannot read says so and runs
+// nothing.
+func TestRejectsBadOrders(t *testing.T) {
+	require.ErrorContains(t, serveMirror("{not json", nil, &bytes.Buffer{}), mirrorEnv)
 	t.Setenv(keyEnv, "00")
 	require.ErrorContains(t, applyJob(context.Background(), "{not json", &bytes.Buffer{}), jobEnv)
 	t.Setenv(keyEnv, "not hex")

@@ -3,10 +3,11 @@
 // components the fleet applies, serves a small test provider from a
 // loopback registry (the mirror's upstream, reached through its address
 // and CA file) and makes up a certificate for the fleet's mirror, which
-// the machines then trust. Delete it when you copy the example:
-// give each job your terraform (or none: the runner finds it), your
-// checkout's component directories and your registry (pluginc.Open(dir)
-// alone installs from the public one).
+// the machines then trust. Delete it when you copy the example: give
+// each machine your terraform (or none: the runner finds it) and your
+// checkout's component directories, the mirror your registry
+// (pluginc.Open(dir) alone installs from the public one) and your
+// certificate.
 
 package main
 
