@@ -112,7 +112,7 @@ func startMirror(ctx context.Context, exe string, m *job) (pid int, stop func() 
 	stop = func() error { return errors.Join(in.Close(), cmd.Wait()) }
 	url, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		return 0, nil, fmt.Errorf("the mirror said no URL (%w): %w", err, stop())
+		return 0, nil, fmt.Errorf("the mirror said no URL: %w", errors.Join(err, stop()))
 	}
 	m.Mirror = strings.TrimSpace(url)
 	return cmd.Process.Pid, stop, nil
@@ -124,6 +124,7 @@ func runWave(ctx context.Context, exe string, m job, key []byte, w int, jobs [][
 	out, errs, spans := make([]bytes.Buffer, len(jobs)), make([]error, len(jobs)), make([][2]time.Duration, len(jobs))
 	var wg sync.WaitGroup
 	for j, ids := range jobs {
+		// Its own root, under the fleet's, beside the shared state.
 		m.Root, m.IDs = filepath.Join(filepath.Dir(m.State), fmt.Sprintf("wave%d-job%d", w, j+1)), ids
 		spec, _ := json.Marshal(m) // a job always marshals
 		cmd := exec.CommandContext(ctx, exe)
