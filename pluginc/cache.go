@@ -331,9 +331,11 @@ func (c *Cache) list(ctx context.Context, p Provider) (*listing, error) {
 			}
 			err = fmt.Errorf("list versions of %s from %s: %w", p, s, err)
 			errs = append(errs, err)
-			// The other sources may still offer the provider: say which
-			// one failed, since the error is dropped if they do.
-			c.log.Warn("source failed to list versions; trying the other sources", "source", s.String(), "provider", p.String(), "error", err)
+			if len(c.sources) > 1 {
+				// The other sources may still offer the provider: say
+				// which one failed, since the error is dropped if they do.
+				c.log.Warn("source failed to list versions; trying the other sources", "source", s.String(), "provider", p.String(), "error", err)
+			}
 			continue
 		}
 		for _, spelled := range vs {

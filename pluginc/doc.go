@@ -10,7 +10,10 @@
 // (Terraform's packed and unpacked layouts), or a caller's own Source (a
 // host's artifact store): Source is a small public interface (Versions,
 // Fetch of a PackageID into a temp file) that the built-in sources
-// implement like any other.
+// implement like any other. A source that fails to list or to deliver
+// a package is logged and the next source offering the version is
+// tried. MirrorHandler serves the cache itself to other machines as a
+// network mirror, so a fleet downloads each package from upstream once.
 //
 // The user's own CLI config: package cliconfig finds and reads it as
 // Terraform does (HCL 1 or JSON); CLIConfigFor(file) is CLIConfig with the user's
@@ -150,6 +153,30 @@
 //   - A CLI config file Terraform would refuse is refused by name:
 //     cliconfig's errors (*cliconfig.Error, ErrInvalidCLIConfig) and
 //     SourcesFrom's name the file and the line.
+//   - One failing source does not fail an install another source can
+//     do. A source whose version list fails is logged (Warn, naming it)
+//     and the other sources answer; a source whose Fetch fails (a
+//     mirror killed mid-download, a package failing its check) is logged
+//     (Warn, naming it and the next) and the next source that lists the
+//     version is tried, into the same temp file started over, the package
+//     verified as for any install. With no other source the error is the
+//     failing source's, naming it (its URL).
+//   - Served to a fleet, the cache stays what it is. MirrorHandler
+//     serves only entries Ensure has verified, each packed again into
+//     the same bytes every time (regular files in path order, their
+//     modes, one fixed time, stored) and checked file by file against
+//     its install record (in a shared cache, this process's proof) while
+//     it is sent: a file that changed since cuts the response, so a
+//     client never gets a byte the cache did not verify. VERSION.json
+//     lists the hashes recorded at install (the h1:, which the archive
+//     has, and the upstream's zh: of every platform). A miss is filled
+//     through Ensure's own path, under the package's flock, so any number
+//     of concurrent requests, in this process or in others sharing the
+//     cache dir, cause one upstream download. Malformed paths (path
+//     traversal included), unknown providers, versions and platforms get
+//     a 4xx naming what is wrong, never a panic; with WithMirrorToken a
+//     request without the bearer token gets 401, and the token is never
+//     logged. TLS is the host's http.Server's.
 //   - Lock file hashes are SCHEME:VALUE in printable ASCII, as Terraform
 //     writes them: ParseLockFile refuses anything else by name, and
 //     LockFile leaves such strings out, so its output always parses back

@@ -80,9 +80,11 @@ func WithMirrorRefresh(d time.Duration) MirrorOption {
 // package through Ensure's own path: the cache's sources, verified,
 // under the package's flock, so concurrent requests for one package, in
 // this process and in any other process sharing the cache dir, cause
-// one upstream download. The archive is the verified entry packed again
+// one upstream download; a fill goes on when the client that asked for
+// it goes away, so the next request does not download it again. The archive is the verified entry packed again
 // deterministically (files in path order, modes kept, a fixed time,
-// deflate): its h1: is the entry's, and VERSION.json lists the hashes the
+// stored uncompressed: the same bytes from any build of the mirror, and
+// no CPU spent per request): its h1: is the entry's, and VERSION.json lists the hashes the
 // cache recorded at install (the h1: and the zh: of every platform the
 // upstream vouched for), so a client checks the archive by its h1: and
 // a lock file made from a direct install verifies against it. Each
@@ -95,8 +97,9 @@ func WithMirrorRefresh(d time.Duration) MirrorOption {
 // path trying to leave the tree), 404 for a provider, version or
 // platform the mirror does not offer, 405 for methods other than GET and
 // HEAD, 401 without the token (WithMirrorToken), 502 when the upstream
-// fails. Failures are logged (Warn) on the cache's logger with the path
-// and the error, never a request header.
+// fails, 500 when the cache itself is unsafe (ErrUnsafePath). Failures
+// are logged (Warn) on the cache's logger with the path and the error,
+// never a request header.
 func (c *Cache) MirrorHandler(opts ...MirrorOption) http.Handler {
 	cfg := mirrorConfig{refresh: DefaultMirrorRefresh}
 	for _, o := range opts {
@@ -104,7 +107,7 @@ func (c *Cache) MirrorHandler(opts ...MirrorOption) http.Handler {
 			o.apply(&cfg)
 		}
 	}
-	return &mirror{c: c, cfg: cfg, listed: map[Provider]time.Time{}}
+	return &mirror{c: c, cfg: cfg, listed: map[Provider]time.Time{}, lists: flight.Group[*listing]{Forget: true}}
 }
 
 // mirror is the handler MirrorHandler returns.
@@ -143,6 +146,8 @@ func statusOf(err error) int {
 		return me.status
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrLockedVersion):
 		return http.StatusNotFound
+	case errors.Is(err, ErrUnsafePath):
+		return http.StatusInternalServerError // the mirror's own cache, not the upstream
 	}
 	return http.StatusBadGateway
 }
@@ -218,9 +223,9 @@ func (m *mirror) index(w http.ResponseWriter, r *http.Request, p Provider) error
 	return writeMirrorJSON(w, r, map[string]any{"versions": vs})
 }
 
-// version answers VERSION.json: an archive per platform of the cache,
-// each package ensured first, so its hashes are the ones recorded at
-// install.
+// version answers VERSION.json: an archive per platform of the cache
+// that the upstream has, each package ensured first, so its hashes are
+// the ones recorded at install.
 func (m *mirror) version(w http.ResponseWriter, r *http.Request, p Provider, ver string) error {
 	v, err := m.offered(r.Context(), p, ver)
 	if err != nil {
@@ -232,11 +237,17 @@ func (m *mirror) version(w http.ResponseWriter, r *http.Request, p Provider, ver
 	}
 	archives := map[string]archive{}
 	for _, plat := range m.c.platforms {
-		pkg, err := m.c.ensurePackage(r.Context(), PackageID{Provider: p, Version: v, Platform: plat})
+		pkg, err := m.c.ensurePackage(fillContext(r), PackageID{Provider: p, Version: v, Platform: plat})
+		if errors.Is(err, ErrNotFound) && len(m.c.platforms) > 1 {
+			continue // the upstream does not build this platform; the others are still served
+		}
 		if err != nil {
 			return err
 		}
 		archives[plat] = archive{URL: archiveName(p, v, plat), Hashes: pkg.Hashes}
+	}
+	if len(archives) == 0 {
+		return notFound("version %s of %s has a package for none of the mirror's platforms (%s)", v, p, strings.Join(m.c.platforms, ", "))
 	}
 	return writeMirrorJSON(w, r, map[string]any{"archives": archives})
 }
@@ -266,10 +277,10 @@ func (m *mirror) archive(w http.ResponseWriter, r *http.Request, p Provider, fil
 		return err
 	}
 	id := PackageID{Provider: p, Version: v, Platform: plat}
-	if _, err := m.c.ensurePackage(r.Context(), id); err != nil {
+	if _, err := m.c.ensurePackage(fillContext(r), id); err != nil {
 		return err
 	}
-	files, err := m.verifiedFiles(r.Context(), id)
+	files, err := m.verifiedFiles(fillContext(r), id)
 	if err != nil {
 		return err
 	}
@@ -287,6 +298,13 @@ func (m *mirror) archive(w http.ResponseWriter, r *http.Request, p Provider, fil
 	}
 	return nil
 }
+
+// fillContext is the context a request fills a package under: the
+// request's values without its end, so a fill goes on when the client
+// that asked for it goes away (bounded by the cache's own network
+// limits, as every fill) and the next request finds the package instead
+// of downloading it again.
+func fillContext(r *http.Request) context.Context { return context.WithoutCancel(r.Context()) }
 
 // verifiedFiles returns the record of the entry's files that the archive
 // is checked against while it is sent: this process's proof in a shared
@@ -366,8 +384,10 @@ var archiveTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // packEntry writes the files of dir that rec lists as a zip to w:
 // regular files only (h1: counts nothing else), in path order, with their
-// recorded modes and a fixed time, each checked against its recorded
-// size and SHA-256 as it is read. An error means the zip is incomplete.
+// recorded modes and a fixed time, stored (deflate's output may change
+// from one Go release to the next, and would cost CPU on every request),
+// each checked against its recorded size and SHA-256 as it is read. An
+// error means the zip is incomplete.
 func packEntry(w io.Writer, dir string, rec treesum.Tree) error {
 	files := slices.Clone(rec)
 	slices.SortFunc(files, func(a, b treesum.Entry) int { return strings.Compare(a.Path, b.Path) })
@@ -376,7 +396,7 @@ func packEntry(w io.Writer, dir string, rec treesum.Tree) error {
 		if !f.Mode.IsRegular() {
 			continue
 		}
-		h := &zip.FileHeader{Name: f.Path, Method: zip.Deflate, Modified: archiveTime}
+		h := &zip.FileHeader{Name: f.Path, Method: zip.Store, Modified: archiveTime}
 		h.SetMode(f.Mode)
 		fw, err := zw.CreateHeader(h)
 		if err != nil {

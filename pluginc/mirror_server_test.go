@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"golang.org/x/mod/sumdb/dirhash"
 
 	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testregistry"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
@@ -309,4 +311,130 @@ func TestPackEntryRefusesChangedFile(t *testing.T) {
 	err = packEntry(io.Discard, dir, rec)
 	require.ErrorIs(t, err, ErrDamagedEntry)
 	require.Contains(t, err.Error(), filepath.Join(dir, "a"))
+}
+
+// TestMirrorRefreshesVersions: a version the upstream publishes after
+// the mirror listed the provider is offered once the listing is older
+// than WithMirrorRefresh, and installable; before that it is not.
+func TestMirrorRefreshesVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refresh time.Duration
+		want    string
+	}{
+		{"kept", time.Hour, `{"versions":{"1.0.0":{}}}`},
+		{"refreshed", time.Nanosecond, `{"versions":{"1.0.0":{},"1.1.0":{}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := startRegistry(t, 0, []string{"1.0.0"})
+			m := startMirror(t, reg, WithMirrorRefresh(tc.refresh))
+			status, idx := m.get(t, providerPath("index.json"))
+			require.Equal(t, http.StatusOK, status)
+			require.JSONEq(t, `{"versions":{"1.0.0":{}}}`, string(idx))
+			require.NoError(t, reg.srv.AddFile(testprovider.Namespace, testprovider.Type, "1.1.0", testprovider.Platform, reg.zips["1.0.0"]))
+			status, idx = m.get(t, providerPath("index.json"))
+			require.Equal(t, http.StatusOK, status)
+			require.JSONEq(t, tc.want, string(idx))
+			status, _ = m.get(t, providerPath("1.1.0.json"))
+			if tc.refresh == time.Hour {
+				require.Equal(t, http.StatusNotFound, status)
+				return
+			}
+			require.Equal(t, http.StatusOK, status)
+			pkgs, err := m.client(t).Ensure(context.Background(), Requirement{Provider: reg.p})
+			require.NoError(t, err)
+			require.Equal(t, "1.1.0", pkgs[0].Version)
+		})
+	}
+}
+
+// TestMirrorPlatforms: a mirror serving several platforms lists an
+// archive for each one the upstream has, leaves out one it lacks, and
+// serves each platform's own package.
+func TestMirrorPlatforms(t *testing.T) {
+	reg := startRegistry(t, 0, []string{"1.0.0"})
+	log := &syncBuffer{}
+	c := reg.open(t, t.TempDir(), WithLogger(slog.New(slog.NewTextHandler(log, nil))),
+		WithPlatforms(testprovider.Platform, otherPlatform(), "netbsd_arm"))
+	srv := httptest.NewTLSServer(c.MirrorHandler())
+	t.Cleanup(srv.Close)
+	m := &mirrorFixture{reg: reg, cache: c, srv: srv, log: log}
+	status, doc := m.get(t, providerPath("1.0.0.json"))
+	require.Equal(t, http.StatusOK, status, string(doc))
+	var got struct {
+		Archives map[string]struct {
+			URL    string   `json:"url"`
+			Hashes []string `json:"hashes"`
+		} `json:"archives"`
+	}
+	require.NoError(t, json.Unmarshal(doc, &got))
+	require.Len(t, got.Archives, 2)
+	require.NotContains(t, got.Archives, "netbsd_arm")
+	other := got.Archives[otherPlatform()]
+	status, z := m.get(t, providerPath(other.URL))
+	require.Equal(t, http.StatusOK, status)
+	zf := filepath.Join(t.TempDir(), "other.zip")
+	require.NoError(t, os.WriteFile(zf, z, 0o600))
+	h1, err := dirhash.HashZip(zf, dirhash.Hash1)
+	require.NoError(t, err)
+	require.Contains(t, other.Hashes, h1, "the stand-in package of the other platform")
+	require.NotContains(t, got.Archives[testprovider.Platform].Hashes, h1)
+	status, body := m.get(t, providerPath("terraform-provider-"+testprovider.Type+"_1.0.0_netbsd_arm.zip"))
+	require.Equal(t, http.StatusNotFound, status, string(body))
+}
+
+// TestMirrorUpstreamFailure: an upstream that refuses the mirror is a 502
+// naming the failure, logged by the mirror.
+func TestMirrorUpstreamFailure(t *testing.T) {
+	reg := startRegistry(t, 0, []string{"1.0.0"}, testregistry.WithToken("the-mirror-lacks-it"))
+	m := startMirror(t, reg)
+	status, body := m.get(t, providerPath("index.json"))
+	require.Equal(t, http.StatusBadGateway, status)
+	require.Contains(t, string(body), "401")
+	require.Contains(t, m.log.String(), "provider mirror request failed")
+	require.Contains(t, m.log.String(), "status=502")
+}
+
+// FuzzMirrorPath: no request path makes the handler panic or answer
+// anything but a 4xx (the mirror's sources offer nothing, so nothing is
+// found).
+func FuzzMirrorPath(f *testing.F) {
+	for _, s := range []string{"/", "/a/b/c/index.json", "/a/b/c/1.0.0.json", "/../../etc/passwd", "/a/b/c/terraform-provider-c_1.0.0_linux_amd64.zip",
+		"/a/b/c/terraform-provider-c___.zip", "/a/b/c/terraform-provider-c_1.0.0__.zip", "/a//c/index.json", "/A/B/C/INDEX.JSON", "/a/b/c/.json", "/xn--/b/c/index.json"} {
+		f.Add(s)
+	}
+	c, err := Open(f.TempDir(), WithSource(FilesystemMirror(f.TempDir())), WithPlatforms("linux_amd64", "darwin_arm64"))
+	require.NoError(f, err)
+	h := c.MirrorHandler()
+	f.Fuzz(func(t *testing.T, path string) {
+		r := httptest.NewRequest(http.MethodGet, "https://mirror.test/", nil)
+		r.URL.Path = path
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		require.GreaterOrEqual(t, w.Code, 400, "%q: %s", path, w.Body)
+		require.Less(t, w.Code, 500, "%q: %s", path, w.Body)
+	})
+}
+
+// TestMirrorSharedCache: a mirror on a cache shared with a group
+// (WithSharedGroup) serves an entry another process installed only once
+// it has verified it against the upstream itself, as Ensure would.
+func TestMirrorSharedCache(t *testing.T) {
+	reg := startRegistry(t, 0, []string{"1.0.0"})
+	dir := filepath.Join(t.TempDir(), "shared")
+	want, err := dirhash.HashZip(reg.zips["1.0.0"], dirhash.Hash1)
+	require.NoError(t, err)
+	for i := range 2 { // the second Cache stands for another process on the same dir
+		c := reg.open(t, dir, WithSharedGroup(os.Getegid()))
+		srv := httptest.NewTLSServer(c.MirrorHandler())
+		t.Cleanup(srv.Close)
+		m := &mirrorFixture{reg: reg, cache: c, srv: srv, log: &syncBuffer{}}
+		pkgs, err := m.client(t).Ensure(context.Background(), Requirement{Provider: reg.p})
+		require.NoError(t, err)
+		h1, err := hashDir(pkgs[0].Dir)
+		require.NoError(t, err)
+		require.Equal(t, want, h1)
+		require.Equal(t, int64(i), c.Stats().Verifies, "the entry of another process is verified before it is served")
+		require.Equal(t, i+1, reg.srv.Downloads(reg.key("1.0.0")))
+	}
 }

@@ -11,7 +11,8 @@ import (
 // builds), as in the package's Source example. Sources are tried in the
 // order given to WithSource, like the methods of Terraform's
 // provider_installation block: a version is installed from the first
-// source that lists it.
+// source that lists it, or, when that source's Fetch fails, from the next
+// one that lists it.
 //
 // The cache trusts a Source for what it vouches: a package it fetches is
 // unpacked, hashed (h1:) and recorded by the cache, but whether those are
