@@ -57,5 +57,5 @@ func TestExamplesImportInternalOnlyInOfflineGo(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, examples, 4, "want the four examples: %v", examples)
+	require.Len(t, examples, 5, "want the five examples: %v", examples)
 }

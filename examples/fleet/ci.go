@@ -1,0 +1,152 @@
+// This file is the CI system of the simulation: it starts the fleet's
+// machines as processes of this binary (the mirror, then each wave's
+// apply jobs at once), runs the plan job, carries the artifact and prints
+// what every machine says. In a real fleet your CI system does all this
+// (README, "A CI recipe"); main.go holds what each machine runs.
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// run is the fleet: the mirror, the plan job, the artifact, the apply
+// jobs wave by wave.
+func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
+	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
+	rootFlag := fs.String("root", "", "where the machines' roots live (default: the user cache dir)")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return fmt.Errorf("usage: fleet [-root DIR], not %q", args)
+	}
+	root, err := resolveRoot(*rootFlag)
+	if err != nil {
+		return err
+	}
+	env, err := startOffline(ctx, root)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	start, key := time.Now(), make([]byte, 32)
+	_, _ = rand.Read(key) // never fails
+	m := job{Root: filepath.Join(root, "mirror"), MirrorCert: filepath.Join(root, "mirror.pem"),
+		Artifact: filepath.Join(root, "a", "bundles"), State: filepath.Join(root, "state"), Env: env}
+	if err := os.MkdirAll(m.State, 0o700); err != nil {
+		return err
+	}
+
+	// The provider mirror, a machine of its own until the fleet is done.
+	pid, stopMirror, err := startMirror(ctx, exe, &m)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopMirror()) }()
+	fmt.Fprintf(stdout, "mirror: pid %d serves the provider cache at %s\n", pid, m.Mirror)
+
+	// The plan job, on machine A.
+	m.Root = filepath.Join(root, "a")
+	fan, err := planJob(ctx, m, key)
+	if err != nil {
+		return fmt.Errorf("plan job: %w", err)
+	}
+	matrix, _ := json.Marshal(fan) // a FanOutPlan always marshals
+	fmt.Fprintf(stdout, "plan job: %d bundles; matrix %s\n", len(fleetUnits(m.State, env)), matrix)
+
+	// The artifact: uploaded by the plan job, downloaded by the apply jobs.
+	bundles := m.Artifact
+	m.Artifact = filepath.Join(root, "artifact")
+	if err := os.RemoveAll(m.Artifact); err != nil {
+		return err
+	}
+	if err := errors.Join(os.Mkdir(m.Artifact, 0o700), os.CopyFS(m.Artifact, os.DirFS(bundles))); err != nil {
+		return fmt.Errorf("artifact: %w", err)
+	}
+
+	// The apply jobs: wave after wave, a wave's jobs at once.
+	for w, wave := range fan.Waves {
+		if err := runWave(ctx, exe, m, key, w+1, wave.Jobs, start, stdout); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "fleet: every job succeeded, every state in %s; %d provider downloads upstream; %s\n",
+		m.State, env.downloads(), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// startMirror starts the mirror process and sets m.Mirror to the URL it
+// serves at; stop ends it (closing its stdin) and waits for it.
+func startMirror(ctx context.Context, exe string, m *job) (pid int, stop func() error, err error) {
+	spec, _ := json.Marshal(m) // a job always marshals
+	cmd := exec.CommandContext(ctx, exe)
+	cmd.Env, cmd.Stderr = append(os.Environ(), mirrorEnv+"="+string(spec)), os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, nil, fmt.Errorf("start the mirror: %w", err)
+	}
+	stop = func() error { return errors.Join(in.Close(), cmd.Wait()) }
+	url, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return 0, nil, fmt.Errorf("the mirror said no URL: %w", errors.Join(err, stop()))
+	}
+	m.Mirror = strings.TrimSpace(url)
+	return cmd.Process.Pid, stop, nil
+}
+
+// runWave runs wave w's jobs at once, each a process with its own root,
+// and prints when each ran and what it said.
+func runWave(ctx context.Context, exe string, m job, key []byte, w int, jobs [][]string, start time.Time, stdout io.Writer) error {
+	out, errs, spans := make([]bytes.Buffer, len(jobs)), make([]error, len(jobs)), make([][2]time.Duration, len(jobs))
+	var wg sync.WaitGroup
+	for j, ids := range jobs {
+		// Its own root, under the fleet's, beside the shared state.
+		m.Root, m.IDs = filepath.Join(filepath.Dir(m.State), fmt.Sprintf("wave%d-job%d", w, j+1)), ids
+		spec, _ := json.Marshal(m) // a job always marshals
+		cmd := exec.CommandContext(ctx, exe)
+		cmd.Env = append(os.Environ(), jobEnv+"="+string(spec), keyEnv+"="+hex.EncodeToString(key))
+		cmd.Stdout, cmd.Stderr = &out[j], &out[j]
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) } // terraform stops cleanly
+		cmd.WaitDelay = time.Minute
+		wg.Go(func() {
+			spans[j][0] = time.Since(start)
+			errs[j] = cmd.Run()
+			spans[j][1] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for j, ids := range jobs {
+		fmt.Fprintf(stdout, "wave %d job %d: %d units, ran %s-%s\n", w, j+1, len(ids), spans[j][0].Round(time.Millisecond), spans[j][1].Round(time.Millisecond))
+		for line := range strings.Lines(out[j].String()) {
+			fmt.Fprintf(stdout, "wave %d job %d: %s", w, j+1, line)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("wave %d: %w", w, err)
+	}
+	return nil
+}

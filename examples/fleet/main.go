@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/tfisolate/tfisolate/pluginc"
+	"github.com/tfisolate/tfisolate/runner"
+	"github.com/tfisolate/tfisolate/workdir"
+)
+
+// jobEnv and mirrorEnv carry a process's orders and make it an apply job
+// or the mirror; keyEnv carries the bundles' HMAC key (a CI secret).
+const (
+	jobEnv    = "TFISOLATE_EXAMPLE_FLEET_JOB"
+	mirrorEnv = "TFISOLATE_EXAMPLE_FLEET_MIRROR"
+	keyEnv    = "TFISOLATE_EXAMPLE_FLEET_KEY"
+)
+
+// job is what the CI system tells a machine: its own root, the fleet's
+// provider mirror, where the artifact is, the shared backend, its IDs.
+type job struct {
+	Root, Mirror, MirrorCert, Artifact, State string
+	IDs                                       []string
+	Env                                       *offline // offline.go's stand-ins
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	var err error
+	if spec, ok := os.LookupEnv(mirrorEnv); ok {
+		err = serveMirror(spec, os.Stdin, os.Stdout)
+	} else if spec, ok := os.LookupEnv(jobEnv); ok {
+		err = applyJob(ctx, spec, os.Stdout)
+	} else {
+		err = run(ctx, os.Args[1:], os.Stdout)
+	}
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleet:", err)
+		os.Exit(1)
+	}
+}
+
+// planJob is the plan job: every unit's plan saved and exported as a
+// bundle into j.Artifact, and the apply fanned out into the CI matrix.
+func planJob(ctx context.Context, j job, key []byte) (runner.FanOutPlan, error) {
+	r, err := machine(j)
+	if err != nil {
+		return runner.FanOutPlan{}, err
+	}
+	units := fleetUnits(j.State, j.Env)
+	for _, cmd := range []runner.Command{runner.SavePlan, runner.ExportPlan(j.Artifact, key)} {
+		if _, err := r.Run(ctx, cmd, units...); err != nil {
+			return runner.FanOutPlan{}, err
+		}
+	}
+	waves, err := r.Order(runner.Apply, units...)
+	if err != nil {
+		return runner.FanOutPlan{}, err
+	}
+	return runner.FanOut(waves, 3)
+}
+
+// applyJob is one apply job: import its bundles, apply exactly them.
+func applyJob(ctx context.Context, spec string, stdout io.Writer) error {
+	var j job
+	key, err := hex.DecodeString(os.Getenv(keyEnv))
+	if jerr := json.Unmarshal([]byte(spec), &j); jerr != nil || j.Env == nil || err != nil || len(key) == 0 {
+		return fmt.Errorf("want a job's JSON in %s and the plan key in hex in %s", jobEnv, keyEnv)
+	}
+	r, err := machine(j)
+	if err != nil {
+		return err
+	}
+	units, only := fleetUnits(j.State, j.Env), runner.WithIDs(j.IDs...)
+	if _, err := r.RunWith(ctx, runner.ImportPlan(j.Artifact, key), units, only); err != nil {
+		return err
+	}
+	rep, err := r.RunWith(ctx, runner.ApplyPlan, units, only)
+	if rep == nil {
+		return err
+	}
+	for _, res := range rep.Results {
+		fmt.Fprintf(stdout, "pid %d: %s %s, changed: %t\n", os.Getpid(), res.Unit, res.Status, res.HasChanges)
+	}
+	return err
+}
+
+// serveMirror is the fleet's provider mirror: a cache filled from
+// upstream, served to the machines until stop closes.
+func serveMirror(spec string, stop io.Reader, stdout io.Writer) error {
+	var m job
+	if err := json.Unmarshal([]byte(spec), &m); err != nil || m.Env == nil {
+		return fmt.Errorf("want the mirror's JSON in %s: %v", mirrorEnv, err)
+	}
+	upstream, err := m.Env.cacheOptions() // offline.go; yours: none, or your registry
+	if err != nil {
+		return err
+	}
+	cache, err := pluginc.Open(filepath.Join(m.Root, "plugin-cache"), upstream...)
+	if err != nil {
+		return err
+	}
+	url, closeMirror, err := serveTLS(cache.MirrorHandler(), m.MirrorCert) // offline.go; yours: http.ListenAndServeTLS
+	if err != nil {
+		return err
+	}
+	defer closeMirror()
+	fmt.Fprintln(stdout, url)
+	_, err = io.Copy(io.Discard, stop)
+	return err
+}
+
+// machine is one CI machine's runner: its own workdirs, and its own cache
+// filled from the fleet's mirror.
+func machine(j job) (*runner.Runner, error) {
+	opts, err := mirrorOptions(j.Mirror, j.MirrorCert) // offline.go; yours: pluginc.WithSource(pluginc.NetworkMirror(url))
+	if err != nil {
+		return nil, err
+	}
+	cache, err := pluginc.Open(filepath.Join(j.Root, "plugin-cache"), opts...)
+	if err != nil {
+		return nil, err
+	}
+	wds, err := workdir.New(filepath.Join(j.Root, "workdirs"))
+	if err != nil {
+		return nil, err
+	}
+	return runner.New(runner.WithWorkdirs(wds), runner.WithPluginCache(cache), runner.WithTerraform(j.Env.Terraform))
+}
+
+// fleetUnits are the stack's VPC and twelve clusters after it, every
+// state in the shared backend at dir.
+func fleetUnits(dir string, env *offline) (units []runner.Unit) {
+	for i := range 13 {
+		instance, source := fmt.Sprintf("elasticache/redis-cluster-%d", i), env.Source
+		if i == 0 {
+			instance, source = "network/vpc", env.VPCSource
+		}
+		name := "plat-ue2-dev-" + strings.ReplaceAll(instance, "/", "-")
+		backend, _ := json.Marshal(map[string]any{"terraform": map[string]any{"backend": map[string]any{
+			"local": map[string]string{"path": filepath.Join(dir, name+".tfstate")}}}})
+		units = append(units, runner.Unit{ID: "plat-ue2-dev/" + instance, Workdir: workdir.Spec{
+			Stack: "plat-ue2-dev", Instance: instance, Source: source, Files: map[string][]byte{
+				"backend.tf.json":            backend,
+				"terraform.auto.tfvars.json": fmt.Appendf(nil, `{"name": %q, "latency_seconds": 0}`, name)}}})
+		if i > 0 {
+			units[i].DependsOn = []string{units[0].ID}
+		}
+	}
+	return units
+}
