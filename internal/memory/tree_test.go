@@ -12,15 +12,23 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/childproc"
 )
 
-// helperEnv makes the test binary a child that allocates and touches
-// that many MiB, says "ready" and waits for its stdin to close.
-const helperEnv = "MEMORY_TEST_ALLOC_MIB"
+// allocEnv holds the MiB an "alloc" child allocates and touches before
+// it says "ready" and waits for its stdin to close.
+const allocEnv = "MEMORY_TEST_ALLOC_MIB"
 
 func TestMain(m *testing.M) {
-	if v := os.Getenv(helperEnv); v != "" {
-		mib, _ := strconv.Atoi(v)
+	childproc.Main(m, func(role string) error {
+		if role != "alloc" {
+			return fmt.Errorf("unknown role %q", role)
+		}
+		mib, err := strconv.Atoi(os.Getenv(allocEnv))
+		if err != nil {
+			return err
+		}
 		b := make([]byte, mib<<20)
 		for i := 0; i < len(b); i += 4096 {
 			b[i] = 1
@@ -28,20 +36,20 @@ func TestMain(m *testing.M) {
 		fmt.Println("ready")
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		b[0] = 2 // keep b alive until here
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+		return nil
+	})
 }
 
 // startAllocator starts /bin/sh, which starts this test binary as an
-// allocator of mib MiB: a tree two levels deep. It returns the shell's
+// "alloc" child (childproc's role variable) of mib MiB: a tree two levels
+// deep, which childproc.Start (the binary itself, no shell) cannot make. It returns the shell's
 // PID and a function that ends both and waits.
 func startAllocator(t *testing.T, mib int) (pid int, stop func()) {
 	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
 	cmd := exec.Command("/bin/sh", "-c", `"$0"; exit 0`, self)
-	cmd.Env = append(os.Environ(), helperEnv+"="+strconv.Itoa(mib))
+	cmd.Env = append(os.Environ(), childproc.Env+"=alloc", allocEnv+"="+strconv.Itoa(mib))
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	out, err := cmd.StdoutPipe()
