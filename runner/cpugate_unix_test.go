@@ -4,7 +4,6 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,17 +70,8 @@ func TestCoreGateHoldsBackWhileBusy(t *testing.T) {
 		}
 	}))
 
-	ctx, cancel := context.WithCancel(testCtx(t))
-	defer cancel()
-	type result struct {
-		rep *Report
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		rep, err := r.Run(ctx, Apply, units...)
-		done <- result{rep, err}
-	}()
+	ctx := testCtx(t)
+	done := runAsync(t, r, Apply, units...)
 
 	// Wait for one spinner and, while it spins, another unit waiting for
 	// the core (a wait event not yet followed by the unit's admission).
@@ -183,29 +173,12 @@ func TestCoreGateFreesWaitingUnits(t *testing.T) {
 			files(t, map[string]any{"gate": g.dir}, filepath.Join(w.dir, "states", fmt.Sprintf("gated-%d.tfstate", i))))})
 	}
 	r := w.runner(t, WithCoreGate(1), WithParallelism(3))
-	ctx := testCtx(t)
 	var startedChs []<-chan struct{}
 	for _, g := range gates {
 		startedChs = append(startedChs, g.started(t))
 	}
-	type result struct {
-		rep *Report
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		rep, err := r.Run(ctx, Apply, units...)
-		done <- result{rep, err}
-	}()
-	for i, ch := range startedChs {
-		select {
-		case <-ch:
-		case res := <-done:
-			t.Fatalf("the Run ended before unit %d's provisioner waited: %v", i, res.err)
-		case <-ctx.Done():
-			t.Fatalf("unit %d's provisioner never started while the others waited", i)
-		}
-	}
+	done := runAsync(t, r, Apply, units...)
+	waitFor(t, done, startedChs...) // every provisioner waits at once
 	for _, g := range gates {
 		g.release(t)
 	}
