@@ -18,6 +18,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/flight"
 	"github.com/tfisolate/tfisolate/internal/modstore"
 	"github.com/tfisolate/tfisolate/internal/queue"
+	"github.com/tfisolate/tfisolate/internal/store"
 )
 
 // runState is what the units of one Run share.
@@ -72,13 +73,9 @@ const (
 
 func (r *Runner) newRunState(cmd Command, rc *runConfig, eng engine.Info, units []Unit, g *queue.Graph) (*runState, error) {
 	sweepRunDirs(r.cfg.logger)
-	tmp, err := os.MkdirTemp("", runDirPrefix)
+	tmp, lk, err := store.LockedTempDir(runDirPrefix, runDirLock)
 	if err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
-	}
-	lk := flock.New(filepath.Join(tmp, runDirLock))
-	if err := lk.Lock(); err != nil {
-		return nil, errors.Join(fmt.Errorf("lock run dir: %w", err), os.RemoveAll(tmp))
 	}
 	rs := &runState{cfg: &r.cfg, opts: rc, cmd: cmd, eng: eng, units: units, g: g, tmp: tmp, tmpLock: lk,
 		results: make([]Result, len(units)), em: &emitter{fn: rc.events, engine: publicEngine(eng)}}
@@ -112,6 +109,14 @@ func (rs *runState) close() {
 func sweepRunDirs(log interface{ Debug(string, ...any) }) {
 	runs, _ := filepath.Glob(filepath.Join(os.TempDir(), runDirPrefix+"*"))
 	detects, _ := filepath.Glob(filepath.Join(os.TempDir(), engine.DetectDirPrefix+"*"))
+	// A staging dir (store.LockedTempDir) is only ever a moment old unless
+	// its process died before naming it.
+	staging, _ := filepath.Glob(filepath.Join(os.TempDir(), store.StagingPrefix+"*"))
+	for _, d := range staging {
+		if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
+			_ = os.RemoveAll(d)
+		}
+	}
 	for _, d := range append(runs, detects...) {
 		lp := filepath.Join(d, runDirLock)
 		if strings.HasPrefix(filepath.Base(d), engine.DetectDirPrefix) {

@@ -13,8 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/hashicorp/go-version"
+
+	"github.com/tfisolate/tfisolate/internal/store"
 )
 
 // DetectTimeout bounds one run of the binary by Detect, whatever the
@@ -161,14 +162,9 @@ const maxOutput = 64 << 10
 func runVersion(parent context.Context, path string, timeout time.Duration) (Info, error) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
-	dir, err := os.MkdirTemp("", DetectDirPrefix)
+	dir, lk, err := store.LockedTempDir(DetectDirPrefix, DetectDirLock)
 	if err != nil {
 		return Info{}, err
-	}
-	lk := flock.New(filepath.Join(dir, DetectDirLock))
-	if err := lk.Lock(); err != nil {
-		_ = os.RemoveAll(dir)
-		return Info{}, fmt.Errorf("lock %s: %w", dir, err)
 	}
 	defer func() {
 		_ = os.RemoveAll(dir)

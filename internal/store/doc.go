@@ -31,4 +31,7 @@
 //     and leaves a key that is busy right now to its holder); a name it
 //     cannot tell the key of, or whose key has no lock file, is not the
 //     store's and is left alone.
+//   - A private dir that a sweep removes when its lock is free (a Run's
+//     dir, an engine detection's) never looks free while its process
+//     lives: LockedTempDir names it only once its lock is held.
 package store
