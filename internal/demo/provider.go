@@ -49,9 +49,18 @@ func ServeProvider(dir string, padding int64, opts ...testregistry.Option) (*Pro
 			return nil, err
 		}
 	}
-	p.caFile = filepath.Join(dir, "ca.pem")
+	// The CA is this server's alone: the build dir may be shared by
+	// processes serving at once (two benches, a bench beside the tests),
+	// and one's CA written over another's makes terraform distrust it.
+	caDir, err := os.MkdirTemp("", "tfisolate-demo-ca-")
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	p.caFile = filepath.Join(caDir, "ca.pem")
 	if err := srv.WriteCAFile(p.caFile); err != nil {
 		srv.Close()
+		_ = os.RemoveAll(caDir)
 		return nil, err
 	}
 	return p, nil
@@ -99,5 +108,5 @@ func (p *Provider) Downloads() int { return p.TotalDownloads() }
 // Close stops the registry.
 func (p *Provider) Close() {
 	p.Server.Close()
-	_ = os.Remove(p.caFile)
+	_ = os.RemoveAll(filepath.Dir(p.caFile))
 }
