@@ -25,16 +25,19 @@ import (
 // again whenever a later sample measures it above. Sampling cannot see
 // the future: a unit that was idle and becomes busy again (an apply
 // that resumes after its cloud answered) counts from then on, beside
-// the units started meanwhile. A unit whose process waits on the network, a lock or a
-// provisioner's sleep holds no core. A unit's process never waits for a
-// core while no unit is busy, so the gate cannot hold a Run back for
-// good; it only orders starts.
+// the units started meanwhile. A unit whose process waits on the
+// network, a lock or a provisioner's sleep holds no core. A unit's
+// process never waits for a core while no unit is busy, so the gate
+// cannot hold a Run back for good; it only orders starts, earliest
+// unit first (ahead).
 type cpuGate struct {
 	rs    *runState
 	cores int
 
 	mu      sync.Mutex
 	busy    map[int]bool          // units counted on a core
+	waiting map[int]bool          // units waiting for a core
+	first   map[int]int           // the order in which units first asked for a core
 	idle    map[int]int           // consecutive samples below the threshold, per busy unit
 	running map[int]bool          // units with a terraform process running
 	waited  map[int]time.Duration // how long each unit waited for a core in all
@@ -81,7 +84,7 @@ func (rs *runState) newCPUGate() *cpuGate {
 	if cores == 0 {
 		cores = runtime.GOMAXPROCS(0)
 	}
-	return &cpuGate{rs: rs, cores: cores, busy: map[int]bool{}, idle: map[int]int{}, running: map[int]bool{},
+	return &cpuGate{rs: rs, cores: cores, busy: map[int]bool{}, waiting: map[int]bool{}, first: map[int]int{}, idle: map[int]int{}, running: map[int]bool{},
 		waited: map[int]time.Duration{}, changed: make(chan struct{})}
 }
 
@@ -94,16 +97,23 @@ func (g *cpuGate) acquire(ctx context.Context, i int) error {
 		return nil
 	}
 	var start time.Time
+	g.mu.Lock()
+	if _, seen := g.first[i]; !seen {
+		g.first[i] = len(g.first)
+	}
+	g.mu.Unlock()
 	for {
 		g.mu.Lock()
-		n := len(g.busy)
-		ok := n < g.cores || g.busy[i]
+		ok := g.busy[i] || g.ahead(i) < g.cores-len(g.busy)
 		ch := g.changed
 		if ok {
 			g.busy[i], g.running[i] = true, true
+			delete(g.waiting, i)
 			if !start.IsZero() {
 				g.waited[i] += time.Since(start)
 			}
+		} else {
+			g.waiting[i] = true
 		}
 		g.mu.Unlock()
 		id := g.rs.g.ID(i)
@@ -120,9 +130,28 @@ func (g *cpuGate) acquire(ctx context.Context, i int) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			g.mu.Lock()
+			delete(g.waiting, i)
+			g.wake() // the units behind it move up
+			g.mu.Unlock()
 			return fmt.Errorf("waiting for a core: %w", context.Cause(ctx))
 		}
 	}
+}
+
+// ahead is how many waiting units first asked for a core before unit i;
+// g.mu is held. Freed cores go to the earliest units: a unit whose init
+// is done starts its plan or apply before later units start their init,
+// so units reach their waits on the cloud (where they hold no core) as
+// early as they can, one after another.
+func (g *cpuGate) ahead(i int) int {
+	n := 0
+	for j := range g.waiting {
+		if g.first[j] < g.first[i] {
+			n++
+		}
+	}
+	return n
 }
 
 // release: unit i's terraform process ended; it no longer counts.
@@ -137,10 +166,19 @@ func (g *cpuGate) release(i int) {
 }
 
 // idleSamples is how many samples in a row must measure a unit below
-// the threshold before its core is free: a terraform loading its
-// configuration can wait a moment on its disk, which is no wait on the
-// cloud.
-const idleSamples = 2
+// the threshold before its core is free. Each sample measures the last
+// 50 ms or more (memory.Watch's span), taken every gateSampleEvery: one
+// is enough. A terraform that only paused on its disk is counted busy
+// again at its next sample; the cost of that mistake is one more
+// process loading beside the others for a moment, while every sample
+// of delay costs each unit's wait an idle core.
+const idleSamples = 1
+
+// gateSampleEvery is how often a unit's processes are sampled under
+// the gate, between the watch's walks of the process trees: a freed
+// core is found within this plus the measured span, not after the
+// 100 ms or more of the memory budget's samples.
+const gateSampleEvery = 20 * time.Millisecond
 
 // measured takes a sample of unit i's process tree: busy while it uses
 // busyThreshold or more of a core; after idleSamples samples below, the
@@ -172,6 +210,11 @@ func (g *cpuGate) stopCounting(i int) {
 	}
 	delete(g.busy, i)
 	delete(g.idle, i)
+	g.wake()
+}
+
+// wake wakes every waiting unit to look again; g.mu is held.
+func (g *cpuGate) wake() {
 	close(g.changed)
 	g.changed = make(chan struct{})
 }

@@ -202,9 +202,12 @@ func (m *memGate) used() int64 {
 
 // begin starts watching unit i (admitted, or run without a budget).
 func (m *memGate) begin(i int) *memory.Watch {
-	w := memory.NewWatch(memory.DefaultInterval)
+	var w *memory.Watch
 	if g := m.rs.cpu; g != nil {
+		w = memory.NewWatch(memory.DefaultInterval, gateSampleEvery)
 		w.OnSample(func(cores float64) { g.measured(i, cores) })
+	} else {
+		w = memory.NewWatch(memory.DefaultInterval, 0)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

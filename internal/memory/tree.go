@@ -17,6 +17,8 @@ type Proc struct {
 	PID int
 	RSS int64         // bytes
 	CPU time.Duration // user and system time since it started
+
+	start uint64 // start time in clock ticks since boot: with PID, one process
 }
 
 // Tree returns pid and every process under it, each with its resident
@@ -38,7 +40,7 @@ func Tree(pid int) []Proc {
 		if !ok {
 			continue
 		}
-		out = append(out, Proc{PID: p, RSS: st.rss, CPU: st.cpu})
+		out = append(out, Proc{PID: p, RSS: st.rss, CPU: st.cpu, start: st.start})
 		stack = append(stack, children(p)...)
 	}
 	return out
@@ -133,12 +135,14 @@ type Watch struct {
 	roots    []root
 	current  int64
 	peak     int64
-	// cpu is the CPU time of each process seen in the last sample, and
-	// at when it was taken: the next sample's cores used are what the
-	// processes in both used in between, so a process that ended is not
-	// counted as a drop and one new since is counted from its start.
-	cpu      map[int]time.Duration
-	at       time.Time
+	// known are the processes the last whole-tree sample found: between
+	// two of those, a CPU sample reads only their /proc/PID/stat.
+	known []root
+	// marks are the CPU time of each process at recent samples, oldest
+	// first: a sample's cores used are what the processes used since the
+	// newest mark at least minSpan old (in both: a process that ended is
+	// not counted as a drop, one new since is counted from its start).
+	marks    []cpuMark
 	cores    float64
 	measured bool
 	onSample func(cores float64)
@@ -152,9 +156,18 @@ type root struct {
 	start uint64
 }
 
+// cpuMark is the CPU time of each process of the trees at one moment.
+type cpuMark struct {
+	at  time.Time
+	cpu map[int]time.Duration
+}
+
 // NewWatch starts sampling every interval (DefaultInterval when <= 0);
-// Stop ends it.
-func NewWatch(interval time.Duration) *Watch {
+// Stop ends it. With cpuEvery > 0, the processes the last sample found
+// are also read every cpuEvery in between (one small file each, no walk
+// of the trees): the cores used are then measured that often, over the
+// last minSpan, which is how soon a scheduler learns a unit went idle.
+func NewWatch(interval, cpuEvery time.Duration) *Watch {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
@@ -163,12 +176,20 @@ func NewWatch(interval time.Duration) *Watch {
 		defer close(w.done)
 		t := time.NewTicker(interval)
 		defer t.Stop()
+		var quick <-chan time.Time
+		if cpuEvery > 0 && cpuEvery < interval {
+			q := time.NewTicker(cpuEvery)
+			defer q.Stop()
+			quick = q.C
+		}
 		for {
 			select {
 			case <-w.stop:
 				return
 			case <-t.C:
 				w.Sample()
+			case <-quick:
+				w.sample(false)
 			}
 		}
 	}()
@@ -200,46 +221,70 @@ func (w *Watch) Add(pid int) {
 // Sample samples now: the current sum of the live roots' trees, and the
 // peak. A root that ended (or whose PID now names another process) is
 // dropped.
-func (w *Watch) Sample() {
+func (w *Watch) Sample() { w.sample(true) }
+
+// sample walks the trees (whole), or reads only the processes the last
+// whole sample found.
+func (w *Watch) sample(whole bool) {
 	w.sampling.Lock()
 	defer w.sampling.Unlock()
 	w.mu.Lock()
-	roots := slices.Clone(w.roots)
+	roots, known := slices.Clone(w.roots), w.known
 	w.mu.Unlock()
 	var sum int64
 	gone := map[root]bool{}
 	cpu := map[int]time.Duration{}
-	for _, r := range roots {
-		if StartTime(r.pid) != r.start {
-			gone[r] = true
-			continue
+	if whole {
+		known = nil
+		for _, r := range roots {
+			if StartTime(r.pid) != r.start {
+				gone[r] = true
+				continue
+			}
+			for _, p := range Tree(r.pid) {
+				sum += p.RSS
+				cpu[p.PID] = p.CPU
+				known = append(known, root{pid: p.PID, start: p.start})
+			}
 		}
-		for _, p := range Tree(r.pid) {
-			sum += p.RSS
-			cpu[p.PID] = p.CPU
+	} else {
+		for _, k := range known {
+			if st, ok := readStat(k.pid); ok && st.start == k.start {
+				sum += st.rss
+				cpu[k.pid] = st.cpu
+			}
 		}
 	}
 	now := time.Now()
 	w.mu.Lock()
-	w.roots = slices.DeleteFunc(w.roots, func(r root) bool { return gone[r] })
+	if whole {
+		w.roots = slices.DeleteFunc(w.roots, func(r root) bool { return gone[r] })
+		w.known = known
+	}
 	w.current = sum
 	w.peak = max(w.peak, sum)
 	f := w.onSample
-	measured := w.cpu != nil && now.Sub(w.at) >= minSpan
-	switch {
-	case measured:
+	w.marks = append(w.marks, cpuMark{at: now, cpu: cpu})
+	base := -1
+	for k := len(w.marks) - 2; k >= 0; k-- {
+		if now.Sub(w.marks[k].at) >= minSpan {
+			base = k
+			break
+		}
+	}
+	measured := base >= 0
+	if measured {
 		var used time.Duration
 		for pid, c := range cpu {
-			prev, seen := w.cpu[pid]
+			prev, seen := w.marks[base].cpu[pid]
 			if !seen || prev > c { // new since, or its PID reused: all of it is new
 				prev = 0
 			}
 			used += c - prev
 		}
-		w.cores = used.Seconds() / now.Sub(w.at).Seconds()
-		w.cpu, w.at, w.measured = cpu, now, true
-	case w.cpu == nil:
-		w.cpu, w.at = cpu, now
+		w.cores = used.Seconds() / now.Sub(w.marks[base].at).Seconds()
+		w.measured = true
+		w.marks = w.marks[base:]
 	}
 	cores := w.cores
 	w.mu.Unlock()

@@ -98,7 +98,7 @@ func TestTreeOfAGoneProcessIsEmpty(t *testing.T) {
 }
 
 func TestWatchKeepsThePeakAndDropsEndedRoots(t *testing.T) {
-	w := NewWatch(10 * time.Millisecond)
+	w := NewWatch(10*time.Millisecond, 0)
 	defer w.Stop()
 	pid, stop := startAllocator(t, 48)
 	w.Add(pid)
@@ -117,7 +117,7 @@ func TestWatchKeepsThePeakAndDropsEndedRoots(t *testing.T) {
 func TestWatchIgnoresAGoneProcess(t *testing.T) {
 	pid, stop := startAllocator(t, 1)
 	stop()
-	w := NewWatch(time.Hour)
+	w := NewWatch(time.Hour, 0)
 	defer w.Stop()
 	w.Add(pid)
 	require.Zero(t, w.Peak())
@@ -135,7 +135,7 @@ func TestWatchMeasuresCores(t *testing.T) {
 	t.Cleanup(func() { _ = spin.Process.Kill(); _ = spin.Wait() })
 	idle, _ := startAllocator(t, 1)
 
-	busyW, idleW := NewWatch(time.Hour), NewWatch(time.Hour) // sampled by hand
+	busyW, idleW := NewWatch(time.Hour, 0), NewWatch(time.Hour, 0) // sampled by hand
 	defer busyW.Stop()
 	defer idleW.Stop()
 	var got []float64
@@ -143,7 +143,7 @@ func TestWatchMeasuresCores(t *testing.T) {
 	busyW.Add(spin.Process.Pid)
 	idleW.Add(idle)
 	idleW.mu.Lock()
-	added := idleW.at // the later of the two baselines
+	added := idleW.marks[len(idleW.marks)-1].at // the later of the two baselines
 	idleW.mu.Unlock()
 	_, ok := busyW.Cores()
 	require.False(t, ok, "one sample measures nothing")
@@ -166,4 +166,36 @@ func TestWatchMeasuresCores(t *testing.T) {
 	c, ok = idleW.Cores()
 	require.True(t, ok)
 	require.Less(t, c, 0.1, "a process blocked on its stdin uses next to none (its runtime's monitor thread wakes now and then)")
+}
+
+// TestWatchCPUEvery: with cpuEvery, the cores a spinning process uses
+// are measured between the watch's walks of its tree (here an hour
+// apart), and its memory is kept too.
+func TestWatchCPUEvery(t *testing.T) {
+	spin := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	require.NoError(t, spin.Start())
+	t.Cleanup(func() { _ = spin.Process.Kill(); _ = spin.Wait() })
+
+	w := NewWatch(time.Hour, 5*time.Millisecond)
+	defer w.Stop()
+	measured := make(chan float64, 1)
+	w.OnSample(func(c float64) {
+		select {
+		case measured <- c:
+		default:
+		}
+	})
+	w.Add(spin.Process.Pid) // the one walk of the tree
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case c := <-measured:
+			if c > 0 {
+				require.Positive(t, w.Peak(), "the quick samples read the process's memory too")
+				return
+			}
+		case <-deadline:
+			t.Fatal("no sample between the walks measured the spinning process in a minute")
+		}
+	}
 }

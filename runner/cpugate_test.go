@@ -1,0 +1,63 @@
+package runner
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/queue"
+)
+
+// TestCoreGateFreedCoreGoesToTheEarliestUnit: with one core, the units
+// waiting for it get it in the order they first asked for a core, so a
+// unit between its init and its apply goes before a unit that has not
+// started yet.
+func TestCoreGateFreedCoreGoesToTheEarliestUnit(t *testing.T) {
+	g, err := queue.New([]string{"a", "c", "d"}, make([][]string, 3))
+	require.NoError(t, err)
+	waits := make(chan string, 10) // a unit began to wait for a core
+	rs := &runState{g: g, cfg: &config{coreGate: 1, coreGateSet: true}, em: &emitter{fn: func(ev Event) {
+		if ev.Phase == PhaseCPUWait && ev.CPUWait == 0 {
+			waits <- ev.Unit
+		}
+	}}}
+	gate := rs.newCPUGate()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got := map[int]chan error{}
+	ask := func(i int) {
+		got[i] = make(chan error, 1)
+		go func() { got[i] <- gate.acquire(ctx, i) }()
+		require.Equal(t, g.ID(i), <-waits)
+	}
+	goes := func(i int) {
+		select {
+		case err := <-got[i]:
+			require.NoError(t, err)
+		case <-ctx.Done():
+			t.Fatalf("unit %s never got the core", g.ID(i))
+		}
+	}
+	waiting := func(i int) {
+		select {
+		case <-got[i]:
+			t.Fatalf("unit %s got a core that was not free for it", g.ID(i))
+		default:
+		}
+	}
+
+	require.NoError(t, gate.acquire(ctx, 0)) // a: its init, on the free core
+	ask(1)                                   // c asks
+	gate.release(0)                          // a's init ended
+	goes(1)                                  // c runs
+	ask(2)                                   // d asks, later than a and c
+	ask(0)                                   // a asks again: its apply
+	gate.measured(1, 0)                      // c waits on its cloud: its core is free
+	goes(0)                                  // to a, which first asked before d
+	waiting(2)
+	gate.release(0)
+	goes(2)
+	require.Positive(t, gate.waitedFor(0))
+}
