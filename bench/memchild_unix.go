@@ -101,7 +101,8 @@ func memChild() error {
 		return fmt.Errorf("read the spec on stdin: %w", err)
 	}
 	if spec.Cgroup == "" || spec.Result == "" || spec.N < 1 {
-		return fmt.Errorf("spec %+v: want a cgroup, a result file and at least one unit", spec)
+		// Not the whole spec: its engine environment is the bench's own.
+		return fmt.Errorf("spec: cgroup %q, result %q, %d units: want a cgroup, a result file and at least one unit", spec.Cgroup, spec.Result, spec.N)
 	}
 	if err := os.WriteFile(filepath.Join(spec.Cgroup, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return fmt.Errorf("join the memory cgroup %s: %w", spec.Cgroup, err)
