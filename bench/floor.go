@@ -47,6 +47,17 @@ func newFloor(n, p, cores int, c unitCost) floorTime {
 // value is the floor itself.
 func (f floorTime) value() time.Duration { return max(f.latency, f.cpu) }
 
+// withWait is the floor once it is known that each unit's wait on its
+// cloud (one unit's wall time alone less its CPU time, when that is
+// more) comes after its CPU work: no schedule ends before every unit's
+// CPU time is spent (the CPU bound) and then the unit that spent it last
+// has waited. It is the floor that no scheduling, a core gate included,
+// can beat when the CPU bound sets the floor; it equals the floor for a
+// unit that does not wait.
+func (f floorTime) withWait() time.Duration {
+	return max(f.latency, f.cpu+max(f.unit.wall-f.unit.cpu, 0))
+}
+
 // cpuNeeded is the CPU time the n units need when each runs alone.
 func (f floorTime) cpuNeeded() time.Duration { return time.Duration(f.n) * f.unit.cpu }
 

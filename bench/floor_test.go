@@ -15,18 +15,19 @@ func TestFloorTime(t *testing.T) {
 		wall, cpu       time.Duration
 		latency, cpuBnd time.Duration
 		bound           string
+		withWait        time.Duration
 	}{
 		// 12 units at once, 2 s each, 0.5 CPU-s each on 2 cores: the
 		// CPU bound is higher than one unit's wall time.
-		{"CPU over one wave", 12, 12, 2, 2 * s, s / 2, 2 * s, 3 * s, "CPU"},
-		{"one wave", 12, 12, 2, 4 * s, s / 2, 4 * s, 3 * s, "latency"},
+		{"CPU over one wave", 12, 12, 2, 2 * s, s / 2, 2 * s, 3 * s, "CPU", 4500 * time.Millisecond},
+		{"one wave", 12, 12, 2, 4 * s, s / 2, 4 * s, 3 * s, "latency", 6500 * time.Millisecond},
 		// 48 units at 16: three waves.
-		{"waves round up", 48, 16, 2, 2 * s, s / 10, 6 * s, 2400 * time.Millisecond, "latency"},
-		{"partial wave", 49, 16, 2, 2 * s, s / 10, 8 * s, 2450 * time.Millisecond, "latency"},
+		{"waves round up", 48, 16, 2, 2 * s, s / 10, 6 * s, 2400 * time.Millisecond, "latency", 6 * s},
+		{"partial wave", 49, 16, 2, 2 * s, s / 10, 8 * s, 2450 * time.Millisecond, "latency", 8 * s},
 		// No latency: 12 x 1.5 CPU-s over 2 cores.
-		{"CPU bound", 12, 12, 2, 1500 * time.Millisecond, 1500 * time.Millisecond, 1500 * time.Millisecond, 9 * s, "CPU"},
-		{"one core", 3, 1, 1, s, s, 3 * s, 3 * s, "latency"},
-		{"zero counts as one", 0, 0, 0, s, s, s, s, "latency"},
+		{"CPU bound", 12, 12, 2, 1500 * time.Millisecond, 1500 * time.Millisecond, 1500 * time.Millisecond, 9 * s, "CPU", 9 * s},
+		{"one core", 3, 1, 1, s, s, 3 * s, 3 * s, "latency", 3 * s},
+		{"zero counts as one", 0, 0, 0, s, s, s, s, "latency", s},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFloor(tc.n, tc.p, tc.cores, unitCost{wall: tc.wall, cpu: tc.cpu})
@@ -34,6 +35,7 @@ func TestFloorTime(t *testing.T) {
 			require.Equal(t, tc.cpuBnd, f.cpu)
 			require.Equal(t, max(tc.latency, tc.cpuBnd), f.value())
 			require.Equal(t, tc.bound, f.bound())
+			require.Equal(t, tc.withWait, f.withWait())
 		})
 	}
 }

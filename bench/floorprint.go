@@ -286,7 +286,7 @@ func printGoals(out io.Writer, results []scenarioResult, wrapperCost time.Durati
 		return
 	}
 	fmt.Fprintf(out, "\n### Where tfisolate's time goes where it misses\n\n")
-	t = [][]string{{"scenario, pass", "wall", "floor", "bound", "terraform CPU", "SDK CPU", "N x c", "CPU / (N x c)", "cores used",
+	t = [][]string{{"scenario, pass", "wall", "floor", "floor with the wait", "bound", "terraform CPU", "SDK CPU", "N x c", "CPU / (N x c)", "cores used",
 		"per unit: queued", "prepare", "init", "command", "in terraform", "outside terraform", "before first", "after last", "floor L", "terraform processes"}}
 	var lines []string
 	for _, sr := range results {
@@ -298,7 +298,7 @@ func printGoals(out io.Writer, results []scenarioResult, wrapperCost time.Durati
 			}
 			f := pr.floor
 			used := r.tfCPU + r.sdkCPU
-			row := []string{where, secs(r.wall), secs(f.value()), f.bound(), secs(r.tfCPU), secs(r.sdkCPU), secs(f.cpuNeeded()),
+			row := []string{where, secs(r.wall), secs(f.value()), secs(f.withWait()) + " (" + ratio(r.wall, f.withWait()) + ")", f.bound(), secs(r.tfCPU), secs(r.sdkCPU), secs(f.cpuNeeded()),
 				ratio(used, f.cpuNeeded()), coresUsed(used, r.wall)}
 			if sp := r.split; sp != nil {
 				inTF, outside, before, after := "n/a", "n/a", "n/a", "n/a"
@@ -314,7 +314,7 @@ func printGoals(out io.Writer, results []scenarioResult, wrapperCost time.Durati
 			lines = append(lines, "- "+where+": "+explain(pr))
 		}
 	}
-	writeTable(out, t, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
+	writeTable(out, t, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
 	fmt.Fprintf(out, "\n%s\n", strings.Join(lines, "\n"))
 	fmt.Fprintf(out, `
 How to read it: *terraform CPU* is what tfisolate's terraform processes
@@ -335,7 +335,11 @@ terraform processes' lifetimes, *outside terraform* the rest of the unit's
 duration (the timing wrapper's cost, %s per process, taken off), of which
 *before first* is PhasePrepare to the first terraform process and *after
 last* the last process's end to PhaseDone. *floor L* is one unit's wall
-time alone.
+time alone. *floor with the wait* adds to a CPU-bound floor one unit's
+wait (L less its CPU time): each unit's wait on its cloud follows its
+CPU work, so no schedule, however it orders the units, ends before all
+of their CPU is spent and then the last one has waited; against it,
+the ratio in brackets is what scheduling could still win.
 `, millis(wrapperCost))
 }
 

@@ -80,8 +80,10 @@ func TestPrintPassAndGoals(t *testing.T) {
 	require.Equal(t, []string{"warm re-apply vs workaround", "base, warm re-apply", "0.50x", "<= 0.40x", "MISS", "0.70x", "0.60x"}, tableRow(t, out, "warm re-apply vs workaround"))
 	require.Equal(t, []string{"warm re-apply vs OpenTofu", "base, warm re-apply", "0.80x (OpenTofu 2/12 failed)", "<= 0.80x", "PASS", "n/a", "n/a"}, tableRow(t, out, "warm re-apply vs OpenTofu"))
 	miss := tableRow(t, out, "base, warm re-apply")
-	require.Equal(t, "CPU", miss[3])
-	require.Equal(t, "1.17x", miss[7], "CPU used (7 s) against N x c (6 s)")
+	// 3 s of CPU bound and one unit's wait (1 s less its 0.5 s of CPU).
+	require.Equal(t, "3.50 s (1.14x)", miss[3])
+	require.Equal(t, "CPU", miss[4])
+	require.Equal(t, "1.17x", miss[8], "CPU used (7 s) against N x c (6 s)")
 	// 4 s against a 3 s floor = (7/6) x (2 / 1.75).
 	require.Contains(t, out, "4.00 s against a CPU-bound floor of 3.00 s (1.33x). = CPU factor 1.17x")
 	require.Contains(t, out, "x core factor 1.14x (1.75 of the 2 cores used)")
