@@ -279,33 +279,34 @@ func readBundle(p, id string, key []byte) (*manifest, map[string][]byte, error) 
 	return &m, members, nil
 }
 
-// importPlan checks the unit's bundle and installs it as its saved plan.
-func (x *unitRun) importPlan() error {
+// importPlan checks the unit's bundle, installs it as its saved plan and
+// returns the plan's summary.
+func (x *unitRun) importPlan() (stepOutcome, error) {
 	src := BundlePath(x.rs.cmd.bundle.dir, x.id)
 	m, members, err := readBundle(src, x.id, x.rs.cmd.bundle.key)
 	if err != nil {
-		return err
+		return stepOutcome{}, err
 	}
 	saved := m.Meta
 	now := planMeta{Digest: x.w.Digest, Engine: engineID(x.rs.eng), Destroy: saved.Destroy,
 		Args: planArgsDigest(x.u), Inputs: x.externalInputs(), Plan: saved.Plan, LockFile: saved.LockFile}
 	if why := staleness(saved, now, saved.Destroy); why != "" {
-		return fmt.Errorf("%w for unit %s: the bundle %s (made on %s at %s) does not match this workdir: %s",
+		return stepOutcome{}, fmt.Errorf("%w for unit %s: the bundle %s (made on %s at %s) does not match this workdir: %s",
 			ErrStalePlan, x.id, src, m.Host, m.Made.Format(time.RFC3339), why)
 	}
 	dir, file, jsonFile, metaFile := x.planPaths()
 	for _, old := range []string{metaFile, x.applyingPath(), x.redactedPath()} {
 		if err := os.Remove(old); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove old saved plan: %w", err)
+			return stepOutcome{}, fmt.Errorf("remove old saved plan: %w", err)
 		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("saved plan dir: %w", err)
+		return stepOutcome{}, fmt.Errorf("saved plan dir: %w", err)
 	}
 	lock := filepath.Join(x.dir, lockFileName)
 	if _, ok := members[bundleLock]; !ok {
 		if err := os.Remove(lock); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("import plan of %s: the plan was made without a lock file: %w", x.id, err)
+			return stepOutcome{}, fmt.Errorf("import plan of %s: the plan was made without a lock file: %w", x.id, err)
 		}
 	}
 	for name, dst := range map[string]string{bundlePlan: file, bundleJSON: jsonFile, bundleLock: lock} {
@@ -318,24 +319,24 @@ func (x *unitRun) importPlan() error {
 			perm = 0o644
 		}
 		if err := atomicfile.WriteFile(dst, data, perm); err != nil {
-			return fmt.Errorf("import plan of %s: %w", x.id, err)
+			return stepOutcome{}, fmt.Errorf("import plan of %s: %w", x.id, err)
 		}
 	}
 	if js, ok := members[bundleJSON]; ok {
 		if err := x.writeRedacted(js); err != nil {
-			return fmt.Errorf("import plan of %s: %w", x.id, err)
+			return stepOutcome{}, fmt.Errorf("import plan of %s: %w", x.id, err)
 		}
 	}
 	// The record last: until it is there, ApplyPlan finds no plan.
 	b, _ := json.MarshalIndent(saved, "", "  ")
 	if err := atomicfile.WriteFile(metaFile, b, 0o644); err != nil {
-		return fmt.Errorf("import plan of %s: %w", x.id, err)
+		return stepOutcome{}, fmt.Errorf("import plan of %s: %w", x.id, err)
 	}
+	var out stepOutcome
 	if sum, err := summarizePlan(members[bundleJSON]); err == nil {
 		sum.File, sum.JSONFile, sum.RedactedJSONFile, sum.DestroyPlan = file, jsonFile, x.redactedPath(), saved.Destroy
-		x.res.Plan = sum
-		x.res.HasChanges = sum.Add+sum.Change+sum.Destroy+sum.Import > 0
+		out.plan, out.hasChanges = sum, sum.Add+sum.Change+sum.Destroy+sum.Import > 0
 	}
 	x.out.note(fmt.Sprintf("plan imported from %s (made on %s at %s)", src, m.Host, m.Made.Format(time.RFC3339)))
-	return nil
+	return out, nil
 }

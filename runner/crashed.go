@@ -16,10 +16,10 @@ import (
 // WithCrashedEngineWait and ctx) for an engine one of them left running
 // on this host to finish, then ends what that engine left (provider
 // plugins, provisioner children), and records all of it in
-// Result.Crashed. An engine still running past the bound fails the unit
-// with an *EngineRunningError and is never killed: it may be writing the
-// state, and a state lock it holds is live, so nothing (WithStaleLockRecovery
-// included) runs beside it.
+// x.rec.crashedRuns (Result.Crashed). An engine still running past the
+// bound fails the unit with an *EngineRunningError and is never killed:
+// it may be writing the state, and a state lock it holds is live, so
+// nothing (WithStaleLockRecovery included) runs beside it.
 func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
 	_, host := lockWho()
 	for i := range x.crashed {
@@ -43,7 +43,7 @@ func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
 			}
 		}
 		if found || cr.Waited > 0 || len(cr.Killed) > 0 || err != nil {
-			x.res.Crashed = append(x.res.Crashed, cr)
+			x.rec.crashedRuns = append(x.rec.crashedRuns, cr)
 		}
 		if err != nil {
 			return err

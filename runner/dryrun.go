@@ -96,7 +96,7 @@ func (r *Runner) DryRun(ctx context.Context, cmd Command, units []Unit, opts ...
 // every step that would start terraform left out.
 func (rs *runState) dryRunUnit(ctx context.Context, i, wave int) (st DryRunStep, err error) {
 	u := &rs.units[i]
-	x := &unitRun{rs: rs, idx: i, u: u, id: rs.g.ID(i), res: &Result{}}
+	x := &unitRun{rs: rs, idx: i, u: u, id: rs.g.ID(i)}
 	x.out = newUnitOutput(x.id, nil, nil) // notes go nowhere
 	st = DryRunStep{ID: x.id, Wave: wave, Outputs: rs.feeds[i]}
 	spec := u.Workdir

@@ -40,6 +40,7 @@ type Handle struct {
 
 	x    *unitRun
 	deps map[string]Result
+	data any // Record's last value: the step's outcome, read once it returned
 
 	// alive ends when the step returns: an Exec still running is
 	// interrupted, and done (under mu, which each Exec holds) refuses the
@@ -83,4 +84,4 @@ func (h *Handle) WithStateLock(ctx context.Context, what string, fn func(lockTim
 // Record stores v in the unit's Result.Data (the last call wins), for
 // host tools that want a step's findings in the report. v should be
 // JSON-marshalable.
-func (h *Handle) Record(v any) { h.x.res.Data = v }
+func (h *Handle) Record(v any) { h.data = v }

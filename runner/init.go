@@ -54,23 +54,22 @@ type initRecord struct {
 // backend configuration that changed since then is migrated with
 // Args.MigrateState, reconfigured with Args.Reconfigure or when the old
 // state provably holds no resources, and refused otherwise
-// (BackendChangedError).
-func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) error {
+// (BackendChangedError). It returns whether init was skipped.
+func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) (skipped bool, err error) {
 	x.emit(PhaseInit)
 	a := x.u.Args
 	plan, err := x.planInit(manifest, force)
 	if err != nil {
-		return err
+		return false, err
 	}
 	files, now, prev, recPath := plan.files, plan.now, plan.prev, plan.recPath
 	if plan.why == "" {
-		x.res.InitSkipped = true
 		x.out.note("init: skipped, nothing it depends on changed since the last init")
-		return nil
+		return true, nil
 	}
 	// Until this init succeeds, the record must not claim anything.
 	if err := os.Remove(recPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove init record: %w", err)
+		return false, fmt.Errorf("remove init record: %w", err)
 	}
 	// A changed backend is taken only as the caller says (MigrateState,
 	// Reconfigure), or when the old state provably holds nothing.
@@ -91,7 +90,7 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) e
 	reconfigure := prev != nil && prev.Backend != now.Backend
 	if reconfigure {
 		if err := changed(); err != nil {
-			return err
+			return false, err
 		}
 	}
 	run := func() error {
@@ -103,19 +102,19 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) e
 		// No record of the last init (an older workdir): terraform itself
 		// noticed the change.
 		if cerr := changed(); cerr != nil {
-			return cerr
+			return false, cerr
 		}
 		reconfigure = true
 		err = run()
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	b, _ := json.Marshal(now)
 	if err := atomicfile.WriteFile(recPath, b, 0o644); err != nil {
-		return fmt.Errorf("write init record: %w", err)
+		return false, fmt.Errorf("write init record: %w", err)
 	}
-	return nil
+	return false, nil
 }
 
 // initPlan is the decision whether a unit's init runs, made without

@@ -113,8 +113,8 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 		err := fn(fmt.Sprintf("%dms", step.Milliseconds()))
 		if err == nil || ctx.Err() != nil || !isStateLockErr(err) {
 			if !waitedFrom.IsZero() {
-				x.res.LockWait += start.Sub(waitedFrom)
-				x.waitEvent(Wait{Lock: WaitStateLock, State: x.res.StateLock, Waited: start.Sub(waitedFrom), Done: true})
+				x.rec.stateWait += start.Sub(waitedFrom)
+				x.waitEvent(Wait{Lock: WaitStateLock, State: x.rec.stateLock, Waited: start.Sub(waitedFrom), Done: true})
 				x.out.note(fmt.Sprintf("%s: state lock acquired after waiting %s", what, start.Sub(waitedFrom).Round(time.Millisecond)))
 			}
 			return err
@@ -126,7 +126,7 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 		// terraform cannot read who holds it; keep the last known holder.
 		h := lockHolder(err.Error(), start)
 		if h != nil {
-			x.res.StateLock = h
+			x.rec.stateLock = h
 		}
 		if x.rs.cfg.recoverLocks && h != nil && x.recoverLock(ctx, h) {
 			continue // unlocked a lock this SDK's crashed run left: try again at once
@@ -134,18 +134,18 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 		waited := time.Since(waitedFrom)
 		remaining := x.rs.cfg.lockTimeout - waited
 		if remaining <= 0 {
-			x.res.LockWait += waited
-			x.waitEvent(Wait{Lock: WaitStateLock, State: x.res.StateLock, Waited: waited, Done: true})
+			x.rec.stateWait += waited
+			x.waitEvent(Wait{Lock: WaitStateLock, State: x.rec.stateLock, Waited: waited, Done: true})
 			return fmt.Errorf("%s: %w", what, x.staleLockError(waited, err))
 		}
-		x.out.note(fmt.Sprintf("%s: state locked by %s; waited %s, up to %s more", what, x.res.StateLock, waited.Round(time.Second), remaining.Round(time.Second)))
+		x.out.note(fmt.Sprintf("%s: state locked by %s; waited %s, up to %s more", what, x.rec.stateLock, waited.Round(time.Second), remaining.Round(time.Second)))
 		if step == 0 {
 			step = lockFirstStep
 		} else {
 			step = min(2*step, lockMaxStep)
 		}
 		step = min(step, remaining)
-		x.waitEvent(Wait{Lock: WaitStateLock, State: x.res.StateLock, Waited: waited, Next: step})
+		x.waitEvent(Wait{Lock: WaitStateLock, State: x.rec.stateLock, Waited: waited, Next: step})
 	}
 }
 
@@ -163,7 +163,7 @@ func (x *unitRun) instanceWait(w workdir.LockWait) {
 // staleLockError says who holds the lock, since when, and exactly how to
 // release it if that holder is gone.
 func (x *unitRun) staleLockError(waited time.Duration, cause error) error {
-	l := x.res.StateLock
+	l := x.rec.stateLock
 	if l == nil {
 		return fmt.Errorf("%w by a holder the backend does not name; gave up after %s: %s", ErrStateLocked, waited.Round(time.Second), stateLockMarker)
 	}
@@ -221,6 +221,6 @@ func (x *unitRun) recoverLock(ctx context.Context, l *StateLock) bool {
 		x.out.note("could not release it: " + firstLine(err))
 		return false
 	}
-	x.res.RecoveredLocks = append(x.res.RecoveredLocks, *l)
+	x.rec.recovered = append(x.rec.recovered, *l)
 	return true
 }

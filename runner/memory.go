@@ -304,37 +304,43 @@ func (m *memGate) waitedFor(i int) time.Duration {
 	return m.waited[i]
 }
 
-// run runs unit i with its memory watched: its peak and memory wait go
-// into the Result, a kill by the kernel's OOM killer becomes
+// memUse is what the memory gate measured of one unit's run.
+type memUse struct {
+	peak        int64         // the highest resident memory over its attempts
+	wait        time.Duration // waitedFor: how long it waited for memory in all
+	retries     int           // attempts repeated after an OOM kill
+	outOfMemory bool          // the kernel's OOM killer killed the last attempt
+}
+
+// run runs unit i (fn is one attempt) with its memory watched and
+// returns what it measured. A kill by the kernel's OOM killer becomes
 // ErrOutOfMemory, retried once (see RetryPolicy.NoOutOfMemoryRetry) when
 // fewer units run.
-func (m *memGate) run(ctx context.Context, i int, fn func(context.Context, int) (Result, error)) (Result, error) {
-	var peak int64
-	retries := 0
+func (m *memGate) run(ctx context.Context, i int, fn func(context.Context, int) error) (memUse, error) {
+	var use memUse
 	for attempt := 0; ; attempt++ {
 		m.begin(i)
 		kills, countable := memory.OOMKills()
-		res, err := fn(ctx, i)
+		err := fn(ctx, i)
 		p, others := m.end(i)
-		peak = max(peak, p)
-		res.MemoryPeak, res.Retries = peak, res.Retries+retries
+		use.peak = max(use.peak, p)
 		if err == nil || !countable || !m.oomKilled(err, kills) {
-			res.MemoryWait = m.waitedFor(i)
-			return res, err
+			use.outOfMemory, use.wait = false, m.waitedFor(i)
+			return use, err
 		}
-		res.OutOfMemory = true
-		err = &OutOfMemoryError{Unit: m.rs.g.ID(i), Peak: peak, Budget: m.budget, Err: err}
+		use.outOfMemory = true
+		err = &OutOfMemoryError{Unit: m.rs.g.ID(i), Peak: use.peak, Budget: m.budget, Err: err}
 		if attempt > 0 || !m.retryable(err) || ctx.Err() != nil {
-			res.MemoryWait = m.waitedFor(i)
-			return res, err
+			use.wait = m.waitedFor(i)
+			return use, err
 		}
 		id := m.rs.g.ID(i)
-		m.rs.em.emit(Event{Unit: id, Phase: PhaseMemoryWait, Status: Running, Retry: 1, Err: err, Memory: peak})
+		m.rs.em.emit(Event{Unit: id, Phase: PhaseMemoryWait, Status: Running, Retry: 1, Err: err, Memory: use.peak})
 		if !m.readmit(ctx, i, others+1) {
-			res.MemoryWait = m.waitedFor(i)
-			return res, err
+			use.wait = m.waitedFor(i)
+			return use, err
 		}
-		retries++
+		use.retries++
 	}
 }
 

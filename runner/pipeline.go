@@ -26,14 +26,16 @@ import (
 //
 //	generate -> prepare -> modules -> providers -> init -> workspace -> step
 //
-// Each step is a method; the Result it fills is the pipeline's outcome,
-// returned by value to the queue's callback.
+// Each step is a method that returns what it found (the command step a
+// stepOutcome), or records it in the fields of rec it owns; runUnit
+// returns both, and buildResult (result.go) makes the unit's Result of
+// them.
 type unitRun struct {
 	rs  *runState
 	idx int
 	u   *Unit
 	id  string
-	res *Result
+	rec unitRecord
 
 	w    *workdir.Workdir
 	dir  string        // where terraform runs: the component inside the workdir
@@ -56,22 +58,23 @@ func (x *unitRun) emit(p Phase) {
 	x.rs.em.emit(Event{Unit: x.id, Phase: p, Status: Running})
 }
 
-// runUnit runs unit i through the pipeline.
-func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) {
+// runUnit runs unit i through the pipeline, and returns what its steps
+// recorded and the pipeline's outcome (partial when it failed).
+func (rs *runState) runUnit(ctx context.Context, i int) (rec unitRecord, out pipelineOutcome, err error) {
 	u := &rs.units[i]
-	x := &unitRun{rs: rs, idx: i, u: u, id: rs.g.ID(i), res: &res}
+	x := &unitRun{rs: rs, idx: i, u: u, id: rs.g.ID(i)}
 	x.emit(PhasePrepare)
 	spec := u.Workdir
 	if u.Generate != nil {
 		deps := rs.depResults(i)
 		for _, id := range slices.Sorted(maps.Keys(deps)) {
 			if errors.Is(deps[id].Err, ErrNotApplied) {
-				return res, fmt.Errorf("dependency %s: %w", id, deps[id].Err)
+				return x.rec, out, fmt.Errorf("dependency %s: %w", id, deps[id].Err)
 			}
 		}
 		files, err := u.Generate(ctx, deps)
 		if err != nil {
-			return res, fmt.Errorf("%w: %w", ErrGenerate, err)
+			return x.rec, out, fmt.Errorf("%w: %w", ErrGenerate, err)
 		}
 		spec.Files = maps.Clone(spec.Files)
 		if spec.Files == nil {
@@ -84,23 +87,21 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 	if err != nil {
 		var le *workdir.LockedError
 		if errors.As(err, &le) {
-			res.LockWait += time.Since(t0)
-			res.InstanceLock = le.Holder
+			x.rec.instanceWait, x.rec.instanceLock = time.Since(t0), le.Holder
 		}
-		return res, err
+		return x.rec, out, err
 	}
 	defer func() { err = errors.Join(err, w.Close()) }()
-	res.LockWait += w.LockWait
-	res.InstanceLock = w.Holder
+	x.rec.instanceWait, x.rec.instanceLock = w.LockWait, w.Holder
 	x.w, x.dir = w, w.Dir
 
 	logFile, err := x.openLog()
 	if err != nil {
-		return res, err
+		return x.rec, out, err
 	}
 	defer func() { err = errors.Join(err, logFile.Close()) }()
 	if x.crashed, err = beginJournal(w.DataDir, rs.cmd.String(), time.Now()); err != nil {
-		return res, fmt.Errorf("instance journal: %w", err)
+		return x.rec, out, fmt.Errorf("instance journal: %w", err)
 	}
 	defer func() {
 		if jerr := endJournal(w.DataDir, x.crashed, x.killed(), time.Now()); jerr != nil {
@@ -110,7 +111,7 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 	// What a crashed run left running is waited for, or ended, before
 	// anything reads or runs in the workdir.
 	if err := x.settleCrashed(ctx, t0); err != nil {
-		return res, err
+		return x.rec, out, err
 	}
 	// Runs before the instance lock is released, after terraform is gone.
 	defer func() { x.reapUnit(ctx, x.killed() || ctx.Err() != nil) }()
@@ -120,9 +121,10 @@ func (rs *runState) runUnit(ctx context.Context, i int) (res Result, err error) 
 		ws = defaultWorkspace
 	}
 	if err := w.CheckState(ws); err != nil {
-		return res, err
+		return x.rec, out, err
 	}
-	return res, x.pipeline(ctx)
+	out, err = x.pipeline(ctx)
+	return x.rec, out, err
 }
 
 // openLog creates the unit's log file and its output streams.
@@ -135,54 +137,57 @@ func (x *unitRun) openLog() (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	x.res.Log = logPath
+	x.rec.log = logPath
 	x.out = newUnitOutput(x.id, x.rs.out, f)
 	return f, nil
 }
 
-func (x *unitRun) pipeline(ctx context.Context) (err error) {
+// pipeline runs the unit's steps after the workdir is prepared, and
+// returns their outcome (what they found before an error too).
+func (x *unitRun) pipeline(ctx context.Context) (out pipelineOutcome, err error) {
 	if err := x.checkInputFiles(); err != nil {
-		return err
+		return out, err
 	}
 	if err := x.refuseUnsavedState(); err != nil {
-		return err
+		return out, err
 	}
 	switch x.rs.cmd.kind {
 	case kindApplyPlan:
 		if _, err := x.checkSavedPlan(x.rs.cmd.reverse, false); err != nil {
-			return err
+			return out, err
 		}
 	case kindExportPlan, kindImportPlan:
 		// Files only: no module, provider, init or terraform process.
 		x.emit(x.rs.cmd.phase)
 		if x.rs.cmd.kind == kindExportPlan {
-			return x.exportPlan()
+			return out, x.exportPlan()
 		}
-		return x.importPlan()
+		out.cmd, err = x.importPlan()
+		return out, err
 	}
 	x.tree = modtree.Walk(x.dir, configRule(x.rs.eng.Kind))
 	if x.rs.cfg.cache != nil {
 		if x.user, x.userDigest, err = x.userCLIConfig(); err != nil {
-			return fmt.Errorf("read your CLI config: %w", err)
+			return out, fmt.Errorf("read your CLI config: %w", err)
 		}
 	} else if err := x.missingCLIConfig(); err != nil {
 		x.warnCLIConfig(err) // terraform warns too, but in every unit's output
 	}
 	manifest, err := x.modules(ctx)
 	if err != nil {
-		return err
+		return out, err
 	}
 	cliConfig := ""
 	if x.rs.cfg.cache != nil {
 		if _, err = x.providers(ctx, manifest); err != nil {
-			return err
+			return out, err
 		}
 		if cliConfig, err = x.writeCLIConfig(x.user); err != nil {
-			return err
+			return out, err
 		}
 	}
 	if x.env, err = x.engineEnv(cliConfig); err != nil {
-		return err
+		return out, err
 	}
 	x.tf = x.newTF(x.dir, environ(x.env))
 	applying := x.rs.cmd.kind == kindApply
@@ -190,53 +195,54 @@ func (x *unitRun) pipeline(ctx context.Context) (err error) {
 	if applying {
 		inputs = x.inputsDigest()
 		if x.rs.opts.skipUnchanged && x.unchanged(inputs) {
-			x.res.Unchanged = true
+			out.unchanged = true
 			x.out.note("unchanged since the last successful apply; skipped")
 			if x.rs.feeds == nil || !x.rs.feeds[x.idx] {
-				return nil
+				return out, nil
 			}
 			// A dependent's Generate reads its outputs: one terraform
 			// output (init only if something it needs changed).
-			if err := x.initialize(ctx, manifest, false); err != nil {
-				return err
+			if out.initSkipped, err = x.initialize(ctx, manifest, false); err != nil {
+				return out, err
 			}
 			if err := x.workspace(ctx); err != nil {
-				return err
+				return out, err
 			}
-			return x.readOutputs(ctx)
+			out.cmd.outputs, err = x.readOutputs(ctx)
+			return out, err
 		}
 	}
 	// A record of the last apply's inputs only ever describes state that
 	// apply produced: any command that may change state drops it first.
 	if applying || x.rs.cmd.kind == kindApplyPlan || x.rs.cmd.kind == kindDestroy || x.rs.cmd.kind == kindStep {
 		if err := x.forgetApplied(); err != nil {
-			return fmt.Errorf("forget the last apply's inputs: %w", err)
+			return out, fmt.Errorf("forget the last apply's inputs: %w", err)
 		}
 	}
 	force := x.rs.cmd.kind == kindInit
-	if err := x.initialize(ctx, manifest, force); err != nil {
-		return err
+	if out.initSkipped, err = x.initialize(ctx, manifest, force); err != nil {
+		return out, err
 	}
 	if err := x.workspace(ctx); err != nil {
-		return err
+		return out, err
 	}
-	err = x.command(ctx)
-	if err != nil && x.res.InitSkipped && ctx.Err() == nil && needsInit(err) {
+	out.cmd, err = x.command(ctx)
+	if err != nil && out.initSkipped && ctx.Err() == nil && needsInit(err) {
 		// The skip was wrong (something init depends on changed in a way
-		// the record cannot see): init and try the command once more.
+		// the record cannot see): init and try the command once more. The
+		// outcome is the retried command's.
 		x.out.note("init: terraform asks for init after all; running it and retrying once")
-		x.res.InitSkipped = false
-		if err := x.initialize(ctx, manifest, true); err != nil {
-			return err
+		if out.initSkipped, err = x.initialize(ctx, manifest, true); err != nil {
+			return out, err
 		}
-		err = x.command(ctx)
+		out.cmd, err = x.command(ctx)
 	}
 	if err == nil && applying {
 		if rerr := x.recordApplied(inputs); rerr != nil {
 			x.out.note("cannot record this apply's inputs: " + rerr.Error())
 		}
 	}
-	return err
+	return out, err
 }
 
 // engineEnv is the environment of the unit's terraform processes
@@ -287,7 +293,7 @@ func (x *unitRun) run(ctx context.Context, phase Phase, what string, cmd func(lo
 func (x *unitRun) retry(ctx context.Context, phase Phase, fn func() error) error {
 	p := x.rs.cfg.retry
 	return p.withRetry(ctx, func(n int, err error, wait time.Duration) {
-		x.res.Retries++
+		x.rec.retries++
 		x.out.note(fmt.Sprintf("%s: transient error, retry %d of %d in %s: %s", phase, n, p.Max, wait.Round(time.Millisecond), firstLine(err)))
 		x.rs.em.emit(Event{Unit: x.id, Phase: phase, Status: Running, Retry: n, Err: err})
 	}, fn)
@@ -332,8 +338,8 @@ func currentWorkspace(dataDir string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// command runs the unit's command proper.
-func (x *unitRun) command(ctx context.Context) error {
+// command runs the unit's command proper and returns what it found.
+func (x *unitRun) command(ctx context.Context) (stepOutcome, error) {
 	c := x.rs.cmd
 	a := x.u.Args
 	if c.kind != kindInit {
@@ -341,64 +347,66 @@ func (x *unitRun) command(ctx context.Context) error {
 	}
 	switch c.kind {
 	case kindInit:
-		return nil
+		return stepOutcome{}, nil
 	case kindPlan:
 		r, err := x.run(ctx, PhasePlan, "plan", func(lt string) tfcmd.Cmd { return a.planCmd(lt, false, "") })
-		if err == nil {
-			x.res.HasChanges = r.ExitCode == 2
-			x.res.Summary = summary(r)
+		if err != nil {
+			return stepOutcome{}, err
 		}
-		return err
+		return stepOutcome{hasChanges: r.ExitCode == 2, summary: summary(r)}, nil
 	case kindSavePlan:
 		return x.savePlan(ctx, c.reverse)
 	case kindApply:
 		r, err := x.run(ctx, PhaseApply, "apply", func(lt string) tfcmd.Cmd { return a.applyCmd(lt) })
 		if err != nil {
-			return x.keepErroredState(err)
+			return stepOutcome{}, x.keepErroredState(err)
 		}
-		x.keepSummary(r)
-		return x.keepOutputs(ctx, r.Outputs)
+		o := changesOf(r)
+		o.outputs, err = x.keepOutputs(ctx, r.Outputs)
+		return o, err
 	case kindApplyPlan:
 		return x.applyPlan(ctx, c.reverse)
 	case kindDestroy:
 		r, err := x.run(ctx, PhaseDestroy, "destroy", func(lt string) tfcmd.Cmd { return a.destroyCmd(lt) })
 		if err != nil {
-			return x.keepErroredState(err)
+			return stepOutcome{}, x.keepErroredState(err)
 		}
-		x.keepSummary(r)
-		return nil
+		return changesOf(r), nil
 	case kindValidate:
 		_, err := x.tf.Run(ctx, tfcmd.Validate())
-		return err
+		return stepOutcome{}, err
 	case kindOutput:
-		return x.readOutputs(ctx)
+		outs, err := x.readOutputs(ctx)
+		return stepOutcome{outputs: outs}, err
 	case kindStep:
 		return x.step(ctx)
 	case kindForceUnlock:
 		_, err := x.tf.Run(ctx, tfcmd.ForceUnlock(c.lockID))
-		return err
+		return stepOutcome{}, err
 	case kindPushErroredState:
-		return x.pushErroredStates(ctx)
+		return stepOutcome{}, x.pushErroredStates(ctx)
 	}
-	return fmt.Errorf("%w: %s", ErrUnknownCommand, c)
+	return stepOutcome{}, fmt.Errorf("%w: %s", ErrUnknownCommand, c)
 }
 
-// keepSummary puts what an apply-like command did into the Result.
-func (x *unitRun) keepSummary(r *tfcmd.Result) {
+// changesOf is what an apply-like command did, from terraform's change
+// summary (none when it gave none).
+func changesOf(r *tfcmd.Result) stepOutcome {
 	if s := summary(r); s != nil {
-		x.res.Summary = s
-		x.res.HasChanges = s.Total() > 0
+		return stepOutcome{summary: s, hasChanges: s.Total() > 0}
 	}
+	return stepOutcome{}
 }
 
-// step runs a custom command's function with a Handle.
-func (x *unitRun) step(ctx context.Context) error {
+// step runs a custom command's function with a Handle; its outcome is
+// what the function recorded (Handle.Record), failed or not.
+func (x *unitRun) step(ctx context.Context) (stepOutcome, error) {
 	tf, err := tfexec.NewTerraform(x.dir, x.rs.eng.Path)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNoTerraform, err)
+		return stepOutcome{}, fmt.Errorf("%w: %w", ErrNoTerraform, err)
 	}
 	if err := tfexecEnv(tf, x.env); err != nil {
-		return fmt.Errorf("terraform environment: %w", err)
+		return stepOutcome{}, fmt.Errorf("terraform environment: %w", err)
 	}
 	// stdout is the caller's alone (terraform-exec captures it for what
 	// it returns): show and output print state and sensitive values in
@@ -431,7 +439,7 @@ func (x *unitRun) step(ctx context.Context) error {
 	h := newHandle(x, tf, log)
 	defer h.close()
 	if err := x.rs.cmd.step(ctx, h); err != nil {
-		return fmt.Errorf("step %s: %w", x.rs.cmd, err)
+		return stepOutcome{data: h.data}, fmt.Errorf("step %s: %w", x.rs.cmd, err)
 	}
-	return nil
+	return stepOutcome{data: h.data}, nil
 }

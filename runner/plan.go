@@ -92,57 +92,56 @@ func (x *unitRun) writeRedacted(doc []byte) error {
 // savePlan plans into the saved plan file, renders it as JSON and
 // records what it was made from. The old record goes first, so a failed
 // plan leaves nothing ApplyPlan would take.
-func (x *unitRun) savePlan(ctx context.Context, destroy bool) error {
+func (x *unitRun) savePlan(ctx context.Context, destroy bool) (out stepOutcome, err error) {
 	dir, file, jsonFile, metaFile := x.planPaths()
 	for _, old := range []string{metaFile, x.applyingPath(), x.redactedPath()} {
 		if err := os.Remove(old); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove old saved plan: %w", err)
+			return out, fmt.Errorf("remove old saved plan: %w", err)
 		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("saved plan dir: %w", err)
+		return out, fmt.Errorf("saved plan dir: %w", err)
 	}
 	tmp := file + ".tmp"
 	defer os.Remove(tmp)
 	r, err := x.run(ctx, PhasePlan, "plan", func(lt string) tfcmd.Cmd { return x.u.Args.planCmd(lt, destroy, tmp) })
 	if err != nil {
-		return err
+		return out, err
 	}
-	x.res.HasChanges = r.ExitCode == 2
-	x.res.Summary = summary(r)
+	out.hasChanges, out.summary = r.ExitCode == 2, summary(r)
 	// The plan holds sensitive values as terraform renders them.
 	if err := os.Chmod(tmp, 0o600); err != nil {
-		return fmt.Errorf("keep saved plan: %w", err)
+		return out, fmt.Errorf("keep saved plan: %w", err)
 	}
 	if err := os.Rename(tmp, file); err != nil {
-		return fmt.Errorf("keep saved plan: %w", err)
+		return out, fmt.Errorf("keep saved plan: %w", err)
 	}
 	show, err := x.tf.Run(ctx, tfcmd.ShowPlan(file))
 	if err != nil {
-		return err
+		return out, err
 	}
 	sum, err := summarizePlan(show.Stdout)
 	if err != nil {
-		return err
+		return out, err
 	}
 	if err := atomicfile.WriteFile(jsonFile, show.Stdout, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", jsonFile, err)
+		return out, fmt.Errorf("write %s: %w", jsonFile, err)
 	}
 	if err := x.writeRedacted(show.Stdout); err != nil {
-		return err
+		return out, err
 	}
 	sum.File, sum.JSONFile, sum.RedactedJSONFile, sum.DestroyPlan = file, jsonFile, x.redactedPath(), destroy
-	x.res.Plan = sum
+	out.plan = sum
 	m, err := x.planMeta(file, destroy)
 	if err != nil {
-		return err
+		return out, err
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
 	if err := atomicfile.WriteFile(metaFile, b, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", metaFile, err)
+		return out, fmt.Errorf("write %s: %w", metaFile, err)
 	}
 	x.out.note(fmt.Sprintf("plan saved: %d to add, %d to change, %d to destroy, %d to import", sum.Add, sum.Change, sum.Destroy, sum.Import))
-	return nil
+	return out, nil
 }
 
 func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
@@ -204,11 +203,11 @@ func (x *unitRun) checkSavedPlan(destroy, checkLock bool) (planMeta, error) {
 }
 
 // applyPlan applies the unit's saved plan exactly, or refuses it.
-func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
+func (x *unitRun) applyPlan(ctx context.Context, destroy bool) (out stepOutcome, err error) {
 	_, file, jsonFile, metaFile := x.planPaths()
 	saved, err := x.checkSavedPlan(destroy, true)
 	if err != nil {
-		return err
+		return out, err
 	}
 	if js, err := os.ReadFile(jsonFile); err == nil {
 		if sum, err := summarizePlan(js); err == nil {
@@ -216,13 +215,13 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 			if exists(x.redactedPath()) {
 				sum.RedactedJSONFile = x.redactedPath()
 			}
-			x.res.Plan = sum
+			out.plan = sum
 		}
 	}
 	host, _ := os.Hostname()
 	mark, _ := json.Marshal(planApplying{Plan: saved.Plan, PID: os.Getpid(), Host: host, Started: time.Now().UTC()})
 	if err := atomicfile.WriteFile(x.applyingPath(), mark, 0o644); err != nil {
-		return fmt.Errorf("record the apply of the saved plan: %w", err)
+		return out, fmt.Errorf("record the apply of the saved plan: %w", err)
 	}
 	r, err := x.run(ctx, PhaseApply, "apply", func(lt string) tfcmd.Cmd { return x.u.Args.applyPlanCmd(lt, file) })
 	if err != nil {
@@ -235,17 +234,19 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) error {
 			// The state moved on since the plan was made: it was applied
 			// already (here, or from a bundle on another machine), or
 			// something else changed the state.
-			return fmt.Errorf("%w for unit %s: the state changed since the plan was made (already applied, here or on another machine?); run SavePlan again: %w", ErrStalePlan, x.id, err)
+			return out, fmt.Errorf("%w for unit %s: the state changed since the plan was made (already applied, here or on another machine?); run SavePlan again: %w", ErrStalePlan, x.id, err)
 		}
-		return x.keepErroredState(err)
+		return out, x.keepErroredState(err)
 	}
 	// A saved plan is spent once applied: terraform would refuse it as
 	// stale, and ApplyPlan must not find it again.
 	if err := errors.Join(os.Remove(metaFile), os.Remove(file), os.Remove(x.applyingPath())); err != nil {
 		x.out.note("cannot remove the applied plan: " + err.Error())
 	}
-	x.keepSummary(r)
-	return x.keepOutputs(ctx, r.Outputs)
+	did := changesOf(r)
+	out.summary, out.hasChanges = did.summary, did.hasChanges
+	out.outputs, err = x.keepOutputs(ctx, r.Outputs)
+	return out, err
 }
 
 // staleSavedPlan is the summary of terraform's (and OpenTofu's) refusal

@@ -30,7 +30,10 @@ type runState struct {
 	units []Unit
 	g     *queue.Graph
 
-	results []Result // results[i] is written by unit i's goroutine, then read by its dependents
+	results []Result // results[i] is built (buildResult) from parts[i] when unit i is queued and when it is done
+	// parts[i] is written by unit i's goroutine and its done hook, then
+	// read by its dependents (depResults).
+	parts []resultParts
 	// depOutputs holds, when the command does not produce outputs in
 	// dependency order, the outputs read before it of the units a
 	// Generate depends on (see depoutputs.go).
@@ -78,7 +81,7 @@ func (r *Runner) newRunState(cmd Command, rc *runConfig, eng engine.Info, units 
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
 	rs := &runState{cfg: &r.cfg, opts: rc, cmd: cmd, eng: eng, units: units, g: g, tmp: tmp, tmpLock: lk,
-		results: make([]Result, len(units)), em: &emitter{fn: rc.events, engine: publicEngine(eng)}}
+		results: make([]Result, len(units)), parts: make([]resultParts, len(units)), em: &emitter{fn: rc.events, engine: publicEngine(eng)}}
 	if r.cfg.output != nil {
 		rs.out = &combined{w: r.cfg.output}
 	}
@@ -165,7 +168,8 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(rs.g.ID(a), rs.g.ID(b)) })
 	for _, i := range order {
 		if sel[i] {
-			rs.results[i] = Result{Unit: rs.g.ID(i), Status: Queued}
+			rs.parts[i] = resultParts{unit: rs.g.ID(i)}
+			rs.results[i] = buildResult(rs.parts[i])
 			rs.em.emit(Event{Unit: rs.g.ID(i), Phase: PhaseQueued, Status: Queued})
 		}
 	}
@@ -198,16 +202,19 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 	defer rs.mem.save()
 	rs.g.Run(runCtx, sel, policy, drain,
 		func(ctx context.Context, i int) error {
+			p := &rs.parts[i]
 			start := time.Now()
-			res, err := rs.mem.run(ctx, i, rs.runUnitSafely)
-			res.Unit, res.Started, res.Duration = rs.g.ID(i), true, time.Since(start)
-			res.CPUWait = rs.cpu.waitedFor(i)
-			rs.results[i] = res
+			mem, err := rs.mem.run(ctx, i, func(ctx context.Context, i int) (err error) {
+				p.rec, p.out, err = rs.runUnitSafely(ctx, i)
+				return err
+			})
+			p.mem, p.duration, p.cpuWait = mem, time.Since(start), rs.cpu.waitedFor(i)
 			return err
 		},
 		func(i int, o queue.Outcome) {
-			res := &rs.results[i]
-			res.Status, res.Err, res.Started = outcome(o)
+			rs.parts[i].done = &o
+			res := buildResult(rs.parts[i])
+			rs.results[i] = res
 			rs.em.emit(Event{Unit: res.Unit, Phase: PhaseDone, Status: res.Status, Err: res.Err})
 		})
 	out := make([]Result, 0, len(rs.units))
@@ -231,7 +238,7 @@ func (rs *runState) warn(msg string) {
 // ends the host with every other unit's result. runUnit's deferred work
 // (the instance lock, the journal, leftover processes) still runs, since
 // the panic unwinds through it.
-func (rs *runState) runUnitSafely(ctx context.Context, i int) (res Result, err error) {
+func (rs *runState) runUnitSafely(ctx context.Context, i int) (rec unitRecord, out pipelineOutcome, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v\n%s", ErrPanic, r, debug.Stack())
@@ -280,11 +287,9 @@ func (rs *runState) depResults(i int) map[string]Result {
 		ran := inOrder && (rs.results[d].Started || rs.results[d].Status != Queued)
 		switch {
 		case ran && read:
-			res := rs.results[d]
-			if res.Outputs == nil {
-				res.Outputs = pre.Outputs
-			}
-			out[rs.g.ID(d)] = res
+			p := rs.parts[d]
+			p.given = pre.Outputs
+			out[rs.g.ID(d)] = buildResult(p)
 		case ran:
 			out[rs.g.ID(d)] = rs.results[d]
 		case read:
