@@ -361,8 +361,11 @@ func (m *memGate) retryable(err error) bool {
 
 // pluginDiedRe matches what terraform and tofu say when a provider (or
 // provisioner) plugin process ended under them: killed, its connection
-// gone.
-var pluginDiedRe = regexp.MustCompile(`(?i)plugin (did not respond|exited unexpectedly|crashed)|failed to respond to the plugin|rpc error: code = Unavailable|connection is shut down|error reading from server: EOF`)
+// gone. A call in flight when the plugin is killed may also end as
+// cancelled ("Request cancelled ... The plugin.(*GRPCProvider).X request
+// was cancelled."), which is seen under memory pressure when the kernel
+// kills a provider mid-call.
+var pluginDiedRe = regexp.MustCompile(`(?i)plugin (did not respond|exited unexpectedly|crashed)|failed to respond to the plugin|rpc error: code = Unavailable|connection is shut down|error reading from server: EOF|plugin\S* request was cancelled`)
 
 // oomKilled tells a unit the kernel killed for memory: its terraform
 // failed either killed by SIGKILL or reporting that a plugin died under

@@ -74,6 +74,26 @@ func TestOutOfMemoryErrorWraps(t *testing.T) {
 	require.Contains(t, err.Error(), "no memory budget")
 }
 
+// What terraform says when a plugin died under it, and what it says
+// for errors of its own.
+func TestPluginDiedMessages(t *testing.T) {
+	for _, msg := range []string{
+		"Error: Plugin did not respond\n\nThe plugin encountered an error, and failed to respond to the plugin.(*GRPCProvider).ApplyResourceChange call.",
+		"Error: Request cancelled\n\nThe plugin.(*GRPCProvider).PlanResourceChange request was cancelled.",
+		"rpc error: code = Unavailable desc = error reading from server: EOF",
+		"Error: The terraform-provider-tfitest_v1.0.0 plugin crashed!",
+	} {
+		require.True(t, pluginDiedRe.MatchString(msg), msg)
+	}
+	for _, msg := range []string{
+		"Error: Unsupported argument",
+		"Error: Error acquiring the state lock",
+		"Error: Request failed: the upload was cancelled by the user",
+	} {
+		require.False(t, pluginDiedRe.MatchString(msg), msg)
+	}
+}
+
 // Which commands run again after an OOM kill, and which never do.
 func TestOutOfMemoryRetryCoversOnlyCommandsSafeToRepeat(t *testing.T) {
 	notStarted := &tfcmd.Error{Command: "apply", Stderr: "Error: Plugin did not respond"}
