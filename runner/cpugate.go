@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tfisolate/tfisolate/internal/memory"
 )
 
 // cpuGate is one Run's share of the machine's cores (WithCoreGate): a
@@ -41,6 +43,7 @@ type cpuGate struct {
 	idle    map[int]int           // consecutive samples below the threshold, per busy unit
 	running map[int]bool          // units with a terraform process running
 	waited  map[int]time.Duration // how long each unit waited for a core in all
+	watches map[int]*memory.Watch // each unit's watch: sampled every gateSampleEvery while busy
 	changed chan struct{}         // closed (and replaced) when a unit stops counting
 }
 
@@ -85,7 +88,7 @@ func (rs *runState) newCPUGate() *cpuGate {
 		cores = runtime.GOMAXPROCS(0)
 	}
 	return &cpuGate{rs: rs, cores: cores, busy: map[int]bool{}, waiting: map[int]bool{}, first: map[int]int{}, idle: map[int]int{}, running: map[int]bool{},
-		waited: map[int]time.Duration{}, changed: make(chan struct{})}
+		waited: map[int]time.Duration{}, watches: map[int]*memory.Watch{}, changed: make(chan struct{})}
 }
 
 // acquire waits until unit i may start a terraform process: fewer busy
@@ -107,7 +110,8 @@ func (g *cpuGate) acquire(ctx context.Context, i int) error {
 		ok := g.busy[i] || g.ahead(i) < g.cores-len(g.busy)
 		ch := g.changed
 		if ok {
-			g.busy[i], g.running[i] = true, true
+			g.count(i)
+			g.running[i] = true
 			delete(g.waiting, i)
 			if !start.IsZero() {
 				g.waited[i] += time.Since(start)
@@ -167,23 +171,30 @@ func (g *cpuGate) release(i int) {
 
 // idleSamples is how many samples in a row must measure a unit below
 // the threshold before its core is free. Each sample measures the last
-// 50 ms or more (memory.Watch's span), taken every gateSampleEvery: one
-// is enough. A terraform that only paused on its disk is counted busy
-// again at its next sample; the cost of that mistake is one more
-// process loading beside the others for a moment, while every sample
-// of delay costs each unit's wait an idle core.
+// 50 ms or more (memory.Watch's span), and the one that frees a core
+// walks the unit's process tree (a quick sample that measures it idle
+// asks for that walk at once): one is enough. A terraform that only
+// paused on its disk is counted busy again at its next sample; the cost
+// of that mistake is one more process loading beside the others for a
+// moment, while every sample of delay costs each unit's wait an idle
+// core.
 const idleSamples = 1
 
-// gateSampleEvery is how often a unit's processes are sampled under
+// gateSampleEvery is how often a busy unit's processes are sampled under
 // the gate, between the watch's walks of the process trees: a freed
 // core is found within this plus the measured span, not after the
-// 100 ms or more of the memory budget's samples.
+// 100 ms or more of the memory budget's samples. Units not counted busy
+// are not sampled that often: their next walk finds them busy soon
+// enough, and the gate's reads stay a few files per core.
 const gateSampleEvery = 20 * time.Millisecond
 
 // measured takes a sample of unit i's process tree: busy while it uses
 // busyThreshold or more of a core; after idleSamples samples below, the
-// unit's core is free for another unit.
-func (g *cpuGate) measured(i int, cores float64) {
+// unit's core is free for another unit. A quick sample (not whole: the
+// processes found before, not a new provisioner or plugin) that
+// measures the unit idle only asks for a walk of its tree at once: the
+// walk's sample decides.
+func (g *cpuGate) measured(i int, cores float64, whole bool) {
 	if g == nil {
 		return
 	}
@@ -193,12 +204,34 @@ func (g *cpuGate) measured(i int, cores float64) {
 	switch {
 	case !g.running[i]:
 	case busy:
-		g.busy[i] = true
+		g.count(i)
 		delete(g.idle, i)
+	case g.busy[i] && !whole:
+		if w := g.watches[i]; w != nil {
+			w.WalkSoon()
+		}
 	case g.busy[i]:
 		if g.idle[i]++; g.idle[i] >= idleSamples {
 			g.stopCounting(i)
 		}
+	}
+}
+
+// watch gives the gate unit i's watch of its process trees (one per
+// attempt): the gate turns its samples every gateSampleEvery on while
+// the unit counts as busy, the only time they can free a core sooner.
+func (g *cpuGate) watch(i int, w *memory.Watch) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.watches[i] = w
+	w.Quick(g.busy[i])
+}
+
+// count counts unit i as busy; g.mu is held.
+func (g *cpuGate) count(i int) {
+	g.busy[i] = true
+	if w := g.watches[i]; w != nil {
+		w.Quick(true)
 	}
 }
 
@@ -210,6 +243,9 @@ func (g *cpuGate) stopCounting(i int) {
 	}
 	delete(g.busy, i)
 	delete(g.idle, i)
+	if w := g.watches[i]; w != nil {
+		w.Quick(false)
+	}
 	g.wake()
 }
 

@@ -54,7 +54,7 @@ func TestCoreGateFreedCoreGoesToTheEarliestUnit(t *testing.T) {
 	goes(1)                                  // c runs
 	ask(2)                                   // d asks, later than a and c
 	ask(0)                                   // a asks again: its apply
-	gate.measured(1, 0)                      // c waits on its cloud: its core is free
+	gate.measured(1, 0, true)                // c waits on its cloud: its core is free
 	goes(0)                                  // to a, which first asked before d
 	waiting(2)
 	gate.release(0)

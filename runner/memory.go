@@ -205,7 +205,8 @@ func (m *memGate) begin(i int) *memory.Watch {
 	var w *memory.Watch
 	if g := m.rs.cpu; g != nil {
 		w = memory.NewWatch(memory.DefaultInterval, gateSampleEvery)
-		w.OnSample(func(cores float64) { g.measured(i, cores) })
+		w.OnSample(func(cores float64, whole bool) { g.measured(i, cores, whole) })
+		g.watch(i, w)
 	} else {
 		w = memory.NewWatch(memory.DefaultInterval, 0)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -145,7 +146,9 @@ type Watch struct {
 	marks    []cpuMark
 	cores    float64
 	measured bool
-	onSample func(cores float64)
+	onSample func(cores float64, whole bool)
+	walk     chan struct{} // WalkSoon: a whole sample at once
+	quick    atomic.Bool   // the samples every cpuEvery are on
 
 	stop chan struct{}
 	done chan struct{}
@@ -163,15 +166,16 @@ type cpuMark struct {
 }
 
 // NewWatch starts sampling every interval (DefaultInterval when <= 0);
-// Stop ends it. With cpuEvery > 0, the processes the last sample found
-// are also read every cpuEvery in between (one small file each, no walk
-// of the trees): the cores used are then measured that often, over the
-// last minSpan, which is how soon a scheduler learns a unit went idle.
+// Stop ends it. With cpuEvery > 0, while Quick is on, the processes the
+// last sample found are also read every cpuEvery in between (one small
+// file each, no walk of the trees): the cores used are then measured
+// that often, over the last minSpan, which is how soon a scheduler
+// learns a unit went idle.
 func NewWatch(interval, cpuEvery time.Duration) *Watch {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	w := &Watch{stop: make(chan struct{}), done: make(chan struct{})}
+	w := &Watch{stop: make(chan struct{}), done: make(chan struct{}), walk: make(chan struct{}, 1)}
 	go func() {
 		defer close(w.done)
 		t := time.NewTicker(interval)
@@ -188,8 +192,12 @@ func NewWatch(interval, cpuEvery time.Duration) *Watch {
 				return
 			case <-t.C:
 				w.Sample()
+			case <-w.walk:
+				w.Sample()
 			case <-quick:
-				w.sample(false)
+				if w.quick.Load() {
+					w.sample(false)
+				}
 			}
 		}
 	}()
@@ -197,13 +205,32 @@ func NewWatch(interval, cpuEvery time.Duration) *Watch {
 }
 
 // OnSample has f called after every sample that measured the cores the
-// trees used (not the first: it has nothing to compare with), outside
-// the Watch's locks. Set it before the first Add.
-func (w *Watch) OnSample(f func(cores float64)) {
+// trees used (not the first: it has nothing to compare with), with
+// whether the sample walked the trees: one that did not (a Quick one)
+// read only the processes found before, so it cannot see a process
+// started since, and a tree it measures idle may be busy in a new child
+// (WalkSoon tells). f runs while the sample holds the Watch; it must not
+// call Sample. Set it before the first Add.
+func (w *Watch) OnSample(f func(cores float64, whole bool)) {
 	w.mu.Lock()
 	w.onSample = f
 	w.mu.Unlock()
 }
+
+// WalkSoon asks for a sample that walks the trees as soon as the
+// Watch's goroutine can take it, without waiting for it; asking again
+// before it is taken asks once.
+func (w *Watch) WalkSoon() {
+	select {
+	case w.walk <- struct{}{}:
+	default:
+	}
+}
+
+// Quick turns the samples every cpuEvery (NewWatch) on or off: a
+// scheduler needs them only for the trees it counts as busy, and each
+// costs a read per process.
+func (w *Watch) Quick(on bool) { w.quick.Store(on) }
 
 // Add adds the tree under pid, which must be running, and samples at
 // once.
@@ -289,7 +316,7 @@ func (w *Watch) sample(whole bool) {
 	cores := w.cores
 	w.mu.Unlock()
 	if measured && f != nil {
-		f(cores)
+		f(cores, whole)
 	}
 }
 

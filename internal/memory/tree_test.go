@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,7 +140,10 @@ func TestWatchMeasuresCores(t *testing.T) {
 	defer busyW.Stop()
 	defer idleW.Stop()
 	var got []float64
-	busyW.OnSample(func(c float64) { got = append(got, c) })
+	busyW.OnSample(func(c float64, whole bool) {
+		require.True(t, whole, "Sample walks the trees")
+		got = append(got, c)
+	})
 	busyW.Add(spin.Process.Pid)
 	idleW.Add(idle)
 	idleW.mu.Lock()
@@ -178,8 +182,12 @@ func TestWatchCPUEvery(t *testing.T) {
 
 	w := NewWatch(time.Hour, 5*time.Millisecond)
 	defer w.Stop()
+	w.Quick(true)
 	measured := make(chan float64, 1)
-	w.OnSample(func(c float64) {
+	w.OnSample(func(c float64, whole bool) {
+		if whole {
+			return // only the walk in Add: an hour apart
+		}
 		select {
 		case measured <- c:
 		default:
@@ -196,6 +204,63 @@ func TestWatchCPUEvery(t *testing.T) {
 			}
 		case <-deadline:
 			t.Fatal("no sample between the walks measured the spinning process in a minute")
+		}
+	}
+}
+
+// TestWatchWalkSoonFindsANewChild: a Quick sample reads only the
+// processes the last walk found, so a child started since spins unseen
+// (the parent, waiting for it, measures idle); WalkSoon's walk finds it
+// and measures it busy.
+func TestWatchWalkSoonFindsANewChild(t *testing.T) {
+	parent := exec.Command("/bin/sh", "-c", "read x; (while :; do :; done) & wait")
+	in, err := parent.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, parent.Start())
+	t.Cleanup(func() {
+		for _, p := range Tree(parent.Process.Pid) {
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+		}
+		_ = parent.Wait()
+	})
+
+	type sample struct {
+		cores float64
+		whole bool
+	}
+	samples := make(chan sample, 1024)
+	w := NewWatch(time.Hour, 5*time.Millisecond)
+	defer w.Stop()
+	w.OnSample(func(c float64, whole bool) { samples <- sample{c, whole} })
+	w.Quick(true)
+	w.Add(parent.Process.Pid) // the walk: the parent alone
+	_, err = io.WriteString(in, "go\n")
+	require.NoError(t, err)
+	// The child spins once the parent lists two processes.
+	deadline := time.Now().Add(time.Minute)
+	for len(Tree(parent.Process.Pid)) < 2 {
+		require.True(t, time.Now().Before(deadline), "the parent started no child in a minute")
+		runtime.Gosched()
+	}
+	spawned := time.Now()
+	timeout := time.After(time.Minute)
+	for walked := false; ; {
+		select {
+		case s := <-samples:
+			switch {
+			case !s.whole:
+				require.Less(t, s.cores, 0.5, "a quick sample reads the parent only, which waits")
+				if !walked && time.Since(spawned) > minSpan {
+					w.WalkSoon()
+					w.WalkSoon() // asked twice before it is taken: once
+					walked = true
+				}
+			case walked:
+				require.Greater(t, s.cores, 0.0, "the walk finds the spinning child")
+				return
+			}
+		case <-timeout:
+			t.Fatal("no walk after WalkSoon in a minute")
 		}
 	}
 }
