@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,12 +27,13 @@ type env struct {
 	source string // the component dir inside infra
 	prov   *demo.Provider
 	log    io.Writer // progress, on stderr
+	start  cpuTimes  // the machine's CPU time when the bench began
 }
 
 // bench sets up terraform, the demo tree and the loopback registry, then
 // prints the floor section, the comparison and the scaling table.
 func bench(ctx context.Context, o *options, stdout io.Writer) error {
-	e := &env{o: o, log: o.progressDest}
+	e := &env{o: o, log: o.progressDest, start: readCPUTimes()}
 	var err error
 	if e.tf, err = engine.Find(ctx, engine.Terraform, filepath.Join(o.root, "terraform")); err != nil {
 		return fmt.Errorf("terraform is not on PATH and could not be installed (%v): install Terraform 1.5 or newer and put it on PATH", err)
@@ -76,7 +78,7 @@ func bench(ctx context.Context, o *options, stdout io.Writer) error {
 			errs = append(errs, err)
 		}
 	}
-	fmt.Fprintf(out, "\nLoad average after: %s.\n", loadAvg())
+	fmt.Fprintf(out, "\nLoad average after: %s. Steal time over the run (CPU the virtual machine's host gave to others): %s.\n", loadAvg(), e.start.stealSince())
 	if o.markdown != "" {
 		if err := os.WriteFile(o.markdown, md.Bytes(), 0o644); err != nil {
 			errs = append(errs, fmt.Errorf("-markdown: %w", err))
@@ -112,6 +114,58 @@ func terraformVersion(ctx context.Context, tf string) string {
 	}
 	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	return first
+}
+
+// cpuTimes is the machine's CPU time so far, in clock ticks, from the
+// first line of /proc/stat: all of it, and the part a virtual machine's
+// host gave to others (steal). ok is false where there is none.
+type cpuTimes struct {
+	total, steal int64
+	ok           bool
+}
+
+// readCPUTimes reads /proc/stat now.
+func readCPUTimes() cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	return parseCPUTimes(first)
+}
+
+// parseCPUTimes parses /proc/stat's "cpu" line: user nice system idle
+// iowait irq softirq steal (guest time is within user already).
+func parseCPUTimes(line string) cpuTimes {
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return cpuTimes{}
+	}
+	var t cpuTimes
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return cpuTimes{}
+		}
+		t.total += n
+		if i == 7 {
+			t.steal = n
+		}
+	}
+	t.ok = true
+	return t
+}
+
+// stealSince is the share of the machine's CPU time its host gave to
+// others since t0, as "12%" ("n/a" without /proc/stat): on a virtual
+// machine whose host is busy, every row gets less of the machine than
+// its cores say, and ratios between runs drift with it.
+func (t0 cpuTimes) stealSince() string {
+	t := readCPUTimes()
+	if !t0.ok || !t.ok || t.total <= t0.total {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(t.steal-t0.steal)/float64(t.total-t0.total))
 }
 
 // loadAvg is /proc/loadavg's first three fields, or "n/a" where there is

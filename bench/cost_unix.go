@@ -56,6 +56,7 @@ func (e *env) costSection(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "\n## Cost: how a Run grows (issue 24's scale suite)\n\nLoad average before: %s.\n", loadAvg())
+	began := readCPUTimes()
 	var rows []costRow
 	var errs []error
 	add := func(name string, rs []costRow, err error) {
@@ -109,6 +110,7 @@ the same user. The source rows measure rchar of /proc/self/io (bytes
 read() returned, page cache or not) over a dry run, with a fresh Runner
 and workdir Manager, of instances already prepared once.
 `)
+	fmt.Fprintf(out, "\nSteal time over the section: %s.\n", began.stealSince())
 	return errors.Join(errs...)
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,9 @@ func TestRunTiny(t *testing.T) {
 		args := append([]string{"-n", "2", "-skip", "shared,datadir,floor,memory,cost", "-scale", "2", "-scale-parallelism", "2", "-root", root, "-markdown", md}, common...)
 		require.NoError(t, run(context.Background(), args, &out))
 		s := out.String()
+		if runtime.GOOS == "linux" {
+			require.Regexp(t, `Steal time over the run \(CPU the virtual machine's host gave to others\): [0-9]+%\.`, s)
+		}
 
 		cold := section(t, s, "### Cold")
 		warm := section(t, s, "### Warm")

@@ -335,6 +335,7 @@ func (s floorScenario) title(size int64) string {
 // runScenario measures one scenario's passes and prints their tables.
 func (e *env) runScenario(ctx context.Context, out io.Writer, g *provGroup, s floorScenario, tofuBin string, tofuErr error, wrapperCost time.Duration) (scenarioResult, error) {
 	res := scenarioResult{s: s, title: s.title(g.prov.Binary.Size)}
+	began := readCPUTimes()
 	fmt.Fprintf(out, "\n### %s: %s\n\n", s.key, res.title)
 	fmt.Fprintf(e.log, "bench: floor: scenario %s: %s\n", s.key, res.title)
 	costs, err := e.floorOf(ctx, g, s.latency)
@@ -413,6 +414,7 @@ func (e *env) runScenario(ctx context.Context, out io.Writer, g *provGroup, s fl
 		printPass(out, pr)
 		res.passes = append(res.passes, pr)
 	}
+	fmt.Fprintf(out, "\nSteal time over the scenario: %s.\n", began.stealSince())
 	if !e.o.keep {
 		// The caches stay for the group's other scenarios.
 		if err := os.RemoveAll(dir); err != nil {
