@@ -27,13 +27,18 @@
 //     CPU time and its start time.
 //   - A Watch samples the trees of the roots it is given at a fixed
 //     interval and keeps their current sum and its peak, and the cores
-//     they used between the last two samples (the CPU time of the
+//     they used over the last 50 ms or more of samples (the CPU time of the
 //     processes seen in both, and all of a process's new since, over
 //     the wall time between): a process that ends is not a drop, so a
 //     tree waiting on the network measures near zero and one busy
 //     loading providers near a core per busy process. A root is named
 //     by its PID and start time: once that process ends, a later process
 //     that reuses the PID is never counted. Stop joins its goroutine.
+//     With Quick on, the processes the last walk found are also read
+//     every cpuEvery in between (one file each), the cores measured over
+//     the last 50 ms or more; such a sample is marked as not whole, since
+//     a process started since the walk is in none of its reads, and
+//     WalkSoon asks for a walk at once.
 //   - OOMKills reads the count of the kernel's OOM kills in this
 //     process's memory cgroup (v1: memory.oom_control's oom_kill; v2:
 //     memory.events' oom_kill, which counts the cgroup's descendants too),
