@@ -236,13 +236,17 @@ func TestWatchWalkSoonFindsANewChild(t *testing.T) {
 	w.Add(parent.Process.Pid) // the walk: the parent alone
 	_, err = io.WriteString(in, "go\n")
 	require.NoError(t, err)
-	// The child spins once the parent lists two processes.
+	// Wait (bounded) until the child spins and the kernel has accounted
+	// some of its CPU time, which the walk then counts as new.
 	deadline := time.Now().Add(time.Minute)
-	for len(Tree(parent.Process.Pid)) < 2 {
-		require.True(t, time.Now().Before(deadline), "the parent started no child in a minute")
+	for {
+		p := Tree(parent.Process.Pid)
+		if len(p) >= 2 && p[1].CPU > 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the parent's child used no CPU in a minute")
 		runtime.Gosched()
 	}
-	spawned := time.Now()
 	timeout := time.After(time.Minute)
 	for walked := false; ; {
 		select {
@@ -250,7 +254,7 @@ func TestWatchWalkSoonFindsANewChild(t *testing.T) {
 			switch {
 			case !s.whole:
 				require.Less(t, s.cores, 0.5, "a quick sample reads the parent only, which waits")
-				if !walked && time.Since(spawned) > minSpan {
+				if !walked {
 					w.WalkSoon()
 					w.WalkSoon() // asked twice before it is taken: once
 					walked = true
