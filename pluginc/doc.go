@@ -105,7 +105,9 @@
 //     body that delivers no byte for WithBodyIdleTimeout (60s) is cut (a
 //     slow body that keeps moving never is); an attempt at a small
 //     document (discovery, version lists, SHA256SUMS) must end within
-//     WithMetadataTimeout (10s, as Terraform's registry client). Such
+//     WithMetadataTimeout (10s, as Terraform's registry client), but for
+//     a network mirror's VERSION.json, which a mirror in front of a cache
+//     answers only after its own upstream download. Such
 //     errors wrap ErrDownload and ErrTimeout and name the URL and the
 //     timeout. Connection errors, timeouts, bodies cut short, 429 and 5xx
 //     other than 501 are retried (WithRetries, default 4) with exponential

@@ -69,8 +69,26 @@ func (e *fetchEnv) writer(w io.Writer) io.Writer {
 // getSmall fetches a small document (JSON, SHA256SUMS, signatures). A
 // response over the document limit is an error, never silently cut.
 func (e *fetchEnv) getSmall(ctx context.Context, url, token string) ([]byte, error) {
+	return e.getDocument(ctx, url, token, true)
+}
+
+// getFilledDocument fetches a small document that the server may only
+// have once it has downloaded a package itself: a network mirror's
+// VERSION.json, whose hashes a mirror in front of a cache (this
+// package's MirrorHandler, an artifact store's remote repository) knows
+// only after it fetched the package upstream. The document limit, the
+// connect and header timeouts and the request timeout hold; the
+// metadata timeout does not, since the answer takes as long as that
+// upstream download.
+func (e *fetchEnv) getFilledDocument(ctx context.Context, url, token string) ([]byte, error) {
+	return e.getDocument(ctx, url, token, false)
+}
+
+// getDocument fetches a document of at most the document limit; small
+// puts each attempt under the metadata timeout.
+func (e *fetchEnv) getDocument(ctx context.Context, url, token string, small bool) ([]byte, error) {
 	var b []byte
-	err := e.get(ctx, url, token, true, func(body io.Reader, _ int64) error {
+	err := e.get(ctx, url, token, small, func(body io.Reader, _ int64) error {
 		var err error
 		b, err = io.ReadAll(io.LimitReader(body, e.lim.maxDoc+1))
 		if err != nil {

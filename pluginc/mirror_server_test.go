@@ -438,3 +438,40 @@ func TestMirrorSharedCache(t *testing.T) {
 		require.Equal(t, i+1, reg.srv.Downloads(reg.key("1.0.0")))
 	}
 }
+
+// TestMirrorClientWaitsForTheFill: a mirror that does not hold the
+// package yet answers VERSION.json only once its own upstream download
+// is done, which may take longer than the metadata timeout of a small
+// document; the client waits for it (under the header and request
+// timeouts) instead of giving up, with no retry to hide it.
+func TestMirrorClientWaitsForTheFill(t *testing.T) {
+	const meta = 100 * time.Millisecond
+	reg := startRegistry(t, 0, []string{"1.0.0"})
+	m := startMirror(t, reg)
+	gate := reg.srv.Hold() // the mirror's upstream download
+	c := m.client(t, WithMetadataTimeout(meta), WithRetries(0))
+	type result struct {
+		pkgs []Package
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		pkgs, err := c.Ensure(context.Background(), Requirement{Provider: reg.p})
+		done <- result{pkgs, err}
+	}()
+	<-gate.Started()
+	// Not a synchronisation: the fill must outlast the metadata timeout
+	// before it may go on.
+	held := time.NewTimer(3 * meta)
+	select {
+	case <-held.C:
+	case r := <-done:
+		t.Fatalf("the client ended while the mirror's fill was held: %v", r.err)
+	}
+	gate.Release()
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, "1.0.0", r.pkgs[0].Version)
+	require.Equal(t, 1, reg.srv.TotalDownloads(), "one upstream download")
+	require.Zero(t, c.Stats().Retries)
+}

@@ -246,7 +246,11 @@ func WithBodyIdleTimeout(d time.Duration) Option {
 // signature, a mirror's index), from the request to the end of its body,
 // as Terraform's own registry client bounds its requests. Default
 // DefaultMetadataTimeout (10s). A timed-out attempt is retried. Package
-// downloads are not bounded by it (see WithBodyIdleTimeout).
+// downloads are not bounded by it (see WithBodyIdleTimeout), nor is a
+// network mirror's VERSION.json: a mirror in front of a cache (as
+// MirrorHandler) answers it only once it has fetched the package
+// upstream, which takes as long as that download; the header and
+// request timeouts still hold.
 func WithMetadataTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if err := positive("WithMetadataTimeout", d); err != nil {

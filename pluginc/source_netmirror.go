@@ -65,7 +65,9 @@ func (m netMirror) Fetch(ctx context.Context, id PackageID, dst *os.File) (Fetch
 	if err != nil {
 		return Fetched{}, err
 	}
-	body, err := env.getSmall(ctx, u.String(), tokenFor(env, u.Host, u))
+	// A mirror in front of a cache may fetch the package upstream before
+	// it answers: not under the metadata timeout (getFilledDocument).
+	body, err := env.getFilledDocument(ctx, u.String(), tokenFor(env, u.Host, u))
 	if err != nil {
 		return Fetched{URL: u.String()}, err
 	}
