@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,6 +93,7 @@ type options struct {
 	root         string
 	keep         bool
 	markdown     string
+	cpuProfile   string // -cpuprofile: where the bench's own CPU profile goes
 	providerDir  string
 	memN         int   // the memory section's units
 	memMiB       int   // what each unit's provider holds, MiB
@@ -134,6 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.root, "root", "", "where the scratch directory is made (default: the temp dir); it is removed at the end unless -keep")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
 	fs.StringVar(&o.markdown, "markdown", "", "also write the tables to this file")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the bench's own CPU profile (the SDK's work, not terraform's) to this file")
 	fs.StringVar(&o.providerDir, "provider-dir", "", "where the test provider is built and kept between runs (default: the user cache dir)")
 	costN := fs.String("cost-n", "12,120", `cost section: unit counts of real terraform against its floor ("none": none; the issue's suite also asks for 1200)`)
 	fs.IntVar(&o.costPar, "cost-parallelism", 8, "cost section: parallelism of the real-terraform runs and of the floor")
@@ -250,6 +253,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	o, err := parseFlags(args, os.Stderr)
 	if err != nil {
 		return err
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("-cpuprofile: %w", cerr)
+			}
+		}()
 	}
 	// The scratch dir is always new, under -root when given, so a run
 	// never meets a previous run's state or caches.
