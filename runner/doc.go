@@ -163,10 +163,12 @@
 //   - A host that dies interrupts its engines, never kills them: on Unix
 //     each terraform gets exactly one SIGINT when the host process dies
 //     (as on a first Ctrl-C), so it stops at a safe point, writes its
-//     state and releases its state lock. A tiny watcher (/bin/sh, its
-//     builtins only) reads a pipe only the host writes; the pipe ends
-//     when the process does, whichever thread started terraform, so a
-//     healthy host never interrupts its own runs. Terraform writes its
+//     state and releases its state lock. One tiny watcher per Run
+//     (/bin/sh, its builtins only, started with the Run's first
+//     terraform) keeps the process groups of the engines running and
+//     reads a pipe only the host writes; the pipe ends when the process
+//     does, whichever thread started terraform, so a healthy host never
+//     interrupts its own runs. Terraform writes its
 //     output to files of its own in the instance's data dir
 //     (tfisolate-engine/, 0600), which the host follows as they grow,
 //     never to a pipe whose lost reader would kill it; a crashed run's

@@ -19,6 +19,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/modstore"
 	"github.com/tfisolate/tfisolate/internal/queue"
 	"github.com/tfisolate/tfisolate/internal/store"
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 )
 
 // runState is what the units of one Run share.
@@ -60,6 +61,9 @@ type runState struct {
 	tmp     string // this Run's private dir: CLI config, module snapshots
 	tmpLock *flock.Flock
 	kill    <-chan struct{}
+	// host interrupts this Run's terraform processes if the host dies:
+	// one watcher for them all, started with the first.
+	host tfcmd.HostWatch
 
 	modStore   *modstore.Store           // remote modules across processes; nil: once per Run
 	flights    flight.Group[setup]       // provider setup, once per requirement set
@@ -98,6 +102,7 @@ func (r *Runner) newRunState(cmd Command, rc *runConfig, eng engine.Info, units 
 }
 
 func (rs *runState) close() {
+	rs.host.Close()
 	err := errors.Join(os.RemoveAll(rs.tmp), rs.tmpLock.Unlock())
 	if err != nil {
 		rs.cfg.logger.Warn("cannot remove run dir", "dir", rs.tmp, "err", err)

@@ -13,6 +13,15 @@ func setProcAttrs(*exec.Cmd) {}
 // interruptProcess kills: Windows has no SIGINT to send to a process.
 func interruptProcess(p *os.Process) error { return p.Kill() }
 
-// watchHost has nothing to watch with where there is no SIGINT: the
+// A HostWatch has nothing to watch with where there is no SIGINT: the
 // engine of a dead host runs on to its end.
-func watchHost(int) (func(), error) { return func() {}, nil }
+type HostWatch struct{}
+
+// Add does nothing here.
+func (*HostWatch) Add(int) error { return nil }
+
+// Remove does nothing here.
+func (*HostWatch) Remove(int) {}
+
+// Close does nothing here.
+func (*HostWatch) Close() {}

@@ -3,17 +3,19 @@
 package tfcmd
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
 // setProcAttrs puts terraform in a process group of its own, so a
 // terminal's Ctrl-C reaches it only through the runner, which sends
 // SIGINT itself and kills after the grace period. Terraform gets no
-// parent-death signal: see watchHost.
+// parent-death signal: see HostWatch.
 func setProcAttrs(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
@@ -22,20 +24,31 @@ func setProcAttrs(cmd *exec.Cmd) {
 // writes state and releases its state lock.
 func interruptProcess(p *os.Process) error { return p.Signal(os.Interrupt) }
 
-// watcherScript waits for a line on stdin; unless it is "done", it sends
-// SIGINT to the process group $1: terraform's, as a terminal's Ctrl-C
-// would (so the terraform a shim engine runs as its child gets it too;
-// provider plugins ignore it). Its stdin is a pipe whose only writer is
-// the host: when the host process dies, however it dies, the kernel
-// closes that writer, read sees the end of the pipe, and terraform gets
-// exactly one interrupt. kill and read are built into every sh.
-const watcherScript = `trap '' INT HUP; read x; [ "$x" = done ] || kill -s INT -- "-$1"`
+// watcherScript keeps the set of process groups the host names on its
+// stdin, one line each: "+PGID" adds one, "-PGID" removes it, "done"
+// ends the watcher. When its stdin ends without "done", it sends SIGINT
+// to each group still in the set, as a terminal's Ctrl-C would (so the
+// terraform a shim engine runs as its child gets it too; provider
+// plugins ignore it). Its stdin is a pipe whose only writer is the
+// host: when the host process dies, however it dies, the kernel closes
+// that writer, read sees the end of the pipe, and each terraform gets
+// exactly one interrupt. The set is a string " 1 2 3 "; read, case,
+// kill and the pattern expansions are built into every POSIX sh.
+const watcherScript = `trap '' INT HUP
+g=' '
+while read -r x; do
+  case $x in
+  done) exit 0 ;;
+  +*) g="$g${x#+} " ;;
+  -*) p=${x#-}; case $g in *" $p "*) g="${g%%" $p "*} ${g#*" $p "}" ;; esac ;;
+  esac
+done
+for p in $g; do kill -s INT -- "-$p"; done`
 
-// watchHost starts a watcher that interrupts terraform (pid, the leader
-// of its process group) once, as a first Ctrl-C would, if this host
-// process dies before it calls the
-// returned done; done tells the watcher terraform has exited and waits
-// for it.
+// A HostWatch interrupts the terraform processes it watches, once each,
+// as a first Ctrl-C would, if this host process dies while they run. One
+// watcher (a small sh process) serves every process of a Run: starting
+// one per terraform process cost about 1 ms of CPU each.
 //
 // Why not the kernel's parent-death signal (PR_SET_PDEATHSIG): it is
 // tied to the thread that started the child, so a healthy Go host whose
@@ -45,12 +58,65 @@ const watcherScript = `trap '' INT HUP; read x; [ "$x" = done ] || kill -s INT -
 // getting the signal once per hop: terraform's second SIGINT means "exit
 // immediately", without writing its state. A pipe's end is the process's,
 // not a thread's, and it ends once.
-func watchHost(pid int) (done func(), err error) {
+//
+// The zero value is ready; the watcher starts with the first Add. A
+// HostWatch is safe for concurrent use.
+type HostWatch struct {
+	mu     sync.Mutex
+	cmd    *exec.Cmd // nil until the first Add, and after Close
+	w      *os.File  // the watcher's stdin; only this process holds it
+	closed bool
+}
+
+// Add watches the process group pgid (terraform's PID: it leads its
+// group) until Remove. An error means the group is not watched; it
+// runs as before.
+func (h *HostWatch) Add(pgid int) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return errors.New("host watcher: closed")
+	}
+	if h.cmd == nil {
+		if err := h.start(); err != nil {
+			return err
+		}
+	}
+	return h.send("+" + strconv.Itoa(pgid))
+}
+
+// Remove stops watching pgid: call it once the process has exited and
+// been waited for, before its PID can be another's.
+func (h *HostWatch) Remove(pgid int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd != nil {
+		_ = h.send("-" + strconv.Itoa(pgid))
+	}
+}
+
+// Close tells the watcher every watched process has exited and waits
+// for it to end. Add fails after Close.
+func (h *HostWatch) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	if h.cmd == nil {
+		return
+	}
+	_ = h.send("done")
+	_ = h.w.Close()
+	_ = h.cmd.Wait()
+	h.cmd, h.w = nil, nil
+}
+
+// start starts the watcher; h.mu is held.
+func (h *HostWatch) start() error {
 	r, w, err := os.Pipe() // close-on-exec: terraform never holds the writer
 	if err != nil {
-		return nil, fmt.Errorf("host watcher: %w", err)
+		return fmt.Errorf("host watcher: %w", err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", watcherScript, "tfisolate-watch", strconv.Itoa(pid))
+	cmd := exec.Command("/bin/sh", "-c", watcherScript, "tfisolate-watch")
 	cmd.Stdin = r
 	cmd.Dir = "/"
 	cmd.Env = []string{} // nothing of the unit's environment (secrets) in another process
@@ -59,11 +125,17 @@ func watchHost(pid int) (done func(), err error) {
 	_ = r.Close()
 	if err != nil {
 		_ = w.Close()
-		return nil, fmt.Errorf("host watcher: %w", err)
+		return fmt.Errorf("host watcher: %w", err)
 	}
-	return func() {
-		_, _ = w.Write([]byte("done\n"))
-		_ = w.Close()
-		_ = cmd.Wait()
-	}, nil
+	h.cmd, h.w = cmd, w
+	return nil
+}
+
+// send writes one line; a line is far below PIPE_BUF, so it is written
+// whole. h.mu is held.
+func (h *HostWatch) send(line string) error {
+	if _, err := h.w.Write([]byte(line + "\n")); err != nil {
+		return fmt.Errorf("host watcher: %w", err)
+	}
+	return nil
 }

@@ -41,6 +41,10 @@ type Process struct {
 	// runner's core gate); the release it returns is called once the
 	// process has ended.
 	Gate func(ctx context.Context) (release func(), err error)
+	// Host, when set, is the watcher that interrupts terraform if this
+	// host process dies, shared by the processes of a Run (the caller
+	// closes it); nil gives each process a watcher of its own.
+	Host *HostWatch
 
 	killed bool
 }
@@ -128,14 +132,18 @@ func (p *Process) Run(ctx context.Context, c Cmd) (*Result, error) {
 		stopFollow = follow(eo.stdoutR, sink)
 	}
 
+	host := p.Host
+	if host == nil {
+		host = &HostWatch{}
+		defer host.Close()
+	}
 	err = cmd.Start()
 	if err == nil {
-		unwatch, werr := watchHost(cmd.Process.Pid)
-		if werr != nil {
+		pid := cmd.Process.Pid
+		if werr := host.Add(pid); werr != nil {
 			// Terraform runs as before; only a death of this host would
 			// leave it running uninterrupted, which the next run waits for.
 			p.Note("terraform is not interrupted if this process dies: " + werr.Error())
-			unwatch = func() {}
 		}
 		if p.Started != nil {
 			p.Started(cmd.Process.Pid, eo.stdout.Name())
@@ -149,8 +157,9 @@ func (p *Process) Run(ctx context.Context, c Cmd) (*Result, error) {
 			case <-stopKill:
 			}
 		})
+		awaitExit(cmd.Process)
 		err = cmd.Wait()
-		unwatch()
+		host.Remove(pid)
 		close(stopKill)
 		wg.Wait()
 	}
