@@ -110,7 +110,9 @@ Run against the floor pass right before it (wall, and CPU in brackets),
 with the lowest and highest of the rounds' wall ratios; the met column
 holds the median wall ratio. Floor and Run rows give the medians of the
 rounds' wall and CPU; the CPU per unit row puts the SDK's own CPU (this
-process's) beside terraform's (the floor's), medians of the rounds. The
+process's) beside terraform's (the floor's), medians of the rounds, and
+the SDK's peak live heap above the start per unit, the highest of the
+rounds (the skip-unchanged Run's from its one pass). The
 skip-unchanged Run and the dry run run once, after the last round, in
 its workdirs; the skip-unchanged ratio is against the median warm floor.
 *dry run* is Runner.DryRun over the same units: everything a Run does
@@ -221,7 +223,7 @@ func (e *env) costTerraform(ctx context.Context, dir string, n int) ([]costRow, 
 			costRow{where, "skip-unchanged Run (" + skip.summary + "): wall, CPU", skip.String(),
 				fmt.Sprintf("%.2fx floor warm", ratioF(skip.wall, fw.wall)), "", ""},
 			costRow{where, fmt.Sprintf("dry run (%d steps), per unit", len(steps)), millis(dry / time.Duration(n)), "", "", ""},
-			costRow{where, "CPU per unit: the SDK's own beside terraform's (the floor's), medians of the rounds; and the SDK's peak live heap above the start over the units, highest of the rounds (cold, warm, skip-unchanged)",
+			costRow{where, "CPU per unit: the SDK's own (terraform's, the floor's), medians; the SDK's peak live heap per unit, highest",
 				fmt.Sprintf("cold %s (terraform %s), %s; warm %s (terraform %s), %s; skip-unchanged %s, %s",
 					per(median(s.sdkCold)), per(fc.cpu), heap(s.heapCold), per(median(s.sdkWarm)), per(fw.cpu), heap(s.heapWarm),
 					per(skip.self), heap(skip.heap)), "", "", ""},
