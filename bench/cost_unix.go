@@ -101,8 +101,22 @@ parallelism (cold: init + apply; warm: apply of an initialized dir with
 nothing to change). tfisolate's cold Run starts from fresh workdirs, its
 warm Run applies again (init skipped), its skip-unchanged Run skips every
 unit whose inputs equal its last apply's; the wide DAG is one root unit
-whose output every other unit's Generate reads. *dry run* is
-Runner.DryRun over the same units: everything a Run does but terraform.
+whose output every other unit's Generate reads. Terraform's own CPU per
+unit drifts by a fifth between passes a minute apart on a shared VM, so
+the floor and tfisolate's Runs are interleaved in rounds (-cost-reps),
+each in fresh dirs: floor cold, cold Run, floor warm, warm Run, flat and
+then wide DAG. A cold or warm ratio is the median over the rounds of the
+Run against the floor pass right before it (wall, and CPU in brackets),
+with the lowest and highest of the rounds' wall ratios; the met column
+holds the median wall ratio. Floor and Run rows give the medians of the
+rounds' wall and CPU; the CPU per unit row puts the SDK's own CPU (this
+process's) beside terraform's (the floor's), medians of the rounds, and
+the SDK's peak live heap above the start per unit, the highest of the
+rounds (the skip-unchanged Run's from its one pass). The
+skip-unchanged Run and the dry run run once, after the last round, in
+its workdirs; the skip-unchanged ratio is against the median warm floor.
+*dry run* is Runner.DryRun over the same units: everything a Run does
+but terraform.
 The queue rows run internal/queue with a callback that does nothing (the
 stub engine) and divide the process's CPU by the units. The idle rows
 run the same skip-unchanged Run beside that many sleeping processes of
@@ -129,8 +143,30 @@ func ratioF(a, b time.Duration) float64 {
 	return float64(a) / float64(b)
 }
 
+// costShape is one shape of the real-terraform scenario (flat or wide
+// DAG) over its rounds: each round's floor passes and tfisolate's Runs
+// beside them, and the last round's Runner and workdirs, which the dry
+// run and the skip-unchanged Run use after the rounds.
+type costShape struct {
+	name                             string
+	units                            []runner.Unit
+	floorCold, floorWarm, cold, warm []spent
+	sdkCold, sdkWarm                 []time.Duration // the SDK's own CPU
+	heapCold, heapWarm               int64           // the highest over the rounds
+	coldOK, warmOK                   []string
+	r                                *runner.Runner
+	wds                              *workdir.Manager
+}
+
 // costTerraform runs n units of real terraform, flat and as a wide DAG,
-// cold, warm and skip-unchanged, beside terraform's own floor.
+// cold and warm beside terraform's own floor in e.o.costReps rounds, then
+// skip-unchanged once.
+//
+// On a shared VM terraform's own CPU per unit drifts by a fifth between
+// passes a minute apart, so one floor pass before the Runs makes their
+// ratio mostly noise. Each round therefore runs a floor pass right before
+// the Run it is compared with, and a ratio is the median of the rounds'
+// ratios.
 func (e *env) costTerraform(ctx context.Context, dir string, n int) ([]costRow, error) {
 	p := min(n, e.o.costPar)
 	src := filepath.Join(dir, "component")
@@ -141,94 +177,175 @@ func (e *env) costTerraform(ctx context.Context, dir string, n int) ([]costRow, 
 		return nil, err
 	}
 	scen := fmt.Sprintf("%d units, p=%d", n, p)
-	fmt.Fprintf(e.log, "bench: cost: %s: floor cold...\n", scen)
-	floorCold, floorWarm, err := e.costFloor(ctx, filepath.Join(dir, "floor"), n, p)
-	if err != nil {
-		return nil, err
-	}
-	rows := []costRow{
-		{scen, "floor cold (init + apply): wall, CPU", floorCold.String(), "", "", ""},
-		{scen, "floor warm (apply): wall, CPU", floorWarm.String(), "", "", ""},
-	}
-	for _, wide := range []bool{false, true} {
-		shape := "flat"
-		if wide {
-			shape = "wide DAG"
-		}
-		wds, err := workdir.New(filepath.Join(dir, "workdirs-"+shape[:4]))
-		if err != nil {
-			return rows, err
-		}
-		units := costUnits(src, n, wide)
-		newRunner := func(opts ...runner.Option) (*runner.Runner, error) {
-			return runner.New(append([]runner.Option{runner.WithWorkdirs(wds), runner.WithTerraform(e.tf), runner.WithParallelism(p)}, opts...)...)
-		}
-		r, err := newRunner()
-		if err != nil {
-			return rows, err
-		}
-		if _, err := r.Binary(ctx); err != nil {
-			return rows, err
-		}
-		var sdk []string // the SDK's own CPU and memory per unit, per pass
-		timed := func(what string, r *runner.Runner) (spent, string, error) {
-			fmt.Fprintf(e.log, "bench: cost: %s, %s: %s...\n", scen, shape, what)
-			heap := watchHeap()
-			s0, c0, t0 := selfCPU(), childCPU(), time.Now()
-			rep, err := r.Run(ctx, runner.Apply, units...)
-			self := selfCPU() - s0
-			wall := spent{time.Since(t0), self + childCPU() - c0}
-			grew := heap()
-			sdk = append(sdk, fmt.Sprintf("%s %s, %s", what, msDecimal(self/time.Duration(n)), kib(grew/int64(n))))
-			if rep == nil {
-				return wall, "", err
+	shapes := []*costShape{{name: "flat", units: costUnits(src, n, false)}, {name: "wide DAG", units: costUnits(src, n, true)}}
+	reps := e.o.costReps
+	for round := range reps {
+		for _, s := range shapes {
+			if err := ctx.Err(); err != nil {
+				return nil, err
 			}
-			ok, skipped := 0, 0
-			for _, res := range rep.Results {
-				if res.Status == runner.Succeeded {
-					ok++
-				}
-				if res.Unchanged {
-					skipped++
-				}
+			label := fmt.Sprintf("%s, %s, round %d/%d", scen, s.name, round+1, reps)
+			if err := e.costRound(ctx, filepath.Join(dir, fmt.Sprintf("round%d-%s", round, s.name[:4])), p, label, s); err != nil {
+				return nil, fmt.Errorf("%s: %w", label, err)
 			}
-			return wall, fmt.Sprintf("%d/%d succeeded, %d skipped as unchanged", ok, len(rep.Results), skipped), nil
 		}
-		cold, coldOK, err := timed("cold", r)
-		if err != nil && coldOK == "" {
-			return rows, err
-		}
-		warm, warmOK, err := timed("warm", r)
-		if err != nil && warmOK == "" {
-			return rows, err
-		}
+	}
+	var rows []costRow
+	for _, s := range shapes {
+		fmt.Fprintf(e.log, "bench: cost: %s, %s: dry run...\n", scen, s.name)
 		t0 := time.Now()
-		steps, err := r.DryRun(ctx, runner.Apply, units)
+		steps, err := s.r.DryRun(ctx, runner.Apply, s.units)
 		dry := time.Since(t0)
 		if err != nil {
 			return rows, fmt.Errorf("dry run: %w", err)
 		}
-		rs, err := newRunner(runner.WithSkipUnchanged())
+		rs, err := runner.New(runner.WithWorkdirs(s.wds), runner.WithTerraform(e.tf), runner.WithParallelism(p), runner.WithSkipUnchanged())
 		if err != nil {
 			return rows, err
 		}
-		skip, skipOK, err := timed("skip-unchanged", rs)
-		if err != nil && skipOK == "" {
+		skip, err := e.timedRun(ctx, scen+", "+s.name+": skip-unchanged", rs, s.units)
+		if err != nil {
 			return rows, err
 		}
-		rc, rw := ratioF(cold.wall, floorCold.wall), ratioF(warm.wall, floorWarm.wall)
+		per := func(d time.Duration) string { return msDecimal(d / time.Duration(n)) }
+		heap := func(b int64) string { return kib(b / int64(n)) }
+		fc, fw := medianSpent(s.floorCold), medianSpent(s.floorWarm)
+		coldRatio, rc := versus(s.cold, s.floorCold, "floor cold")
+		warmRatio, rw := versus(s.warm, s.floorWarm, "floor warm")
+		where, medians := scen+", "+s.name, fmt.Sprintf(" (median of %d rounds)", reps)
 		rows = append(rows,
-			costRow{scen + ", " + shape, "cold Run (" + coldOK + "): wall, CPU", cold.String(),
-				fmt.Sprintf("%.2fx floor cold (CPU %.2fx)", rc, ratioF(cold.cpu, floorCold.cpu)), "<= 1.1x", met(rc, 1.1)},
-			costRow{scen + ", " + shape, "warm Run (" + warmOK + "): wall, CPU", warm.String(),
-				fmt.Sprintf("%.2fx floor warm (CPU %.2fx)", rw, ratioF(warm.cpu, floorWarm.cpu)), "<= 1.1x", met(rw, 1.1)},
-			costRow{scen + ", " + shape, "skip-unchanged Run (" + skipOK + "): wall, CPU", skip.String(),
-				fmt.Sprintf("%.2fx floor warm", ratioF(skip.wall, floorWarm.wall)), "", ""},
-			costRow{scen + ", " + shape, fmt.Sprintf("dry run (%d steps), per unit", len(steps)), millis(dry / time.Duration(n)), "", "", ""},
-			costRow{scen + ", " + shape, "the SDK's own CPU per unit, and its peak live heap above the start over the units (cold, warm, skip-unchanged)", strings.Join(sdk, "; "), "", "", ""},
+			costRow{where, "floor cold (init + apply): wall, CPU" + medians, fc.String(), "", "", ""},
+			costRow{where, "floor warm (apply): wall, CPU" + medians, fw.String(), "", "", ""},
+			costRow{where, "cold Run (" + strings.Join(slices.Compact(s.coldOK), "; ") + "): wall, CPU" + medians,
+				medianSpent(s.cold).String(), coldRatio, "<= 1.1x", met(rc, 1.1)},
+			costRow{where, "warm Run (" + strings.Join(slices.Compact(s.warmOK), "; ") + "): wall, CPU" + medians,
+				medianSpent(s.warm).String(), warmRatio, "<= 1.1x", met(rw, 1.1)},
+			costRow{where, "skip-unchanged Run (" + skip.summary + "): wall, CPU", skip.String(),
+				fmt.Sprintf("%.2fx floor warm", ratioF(skip.wall, fw.wall)), "", ""},
+			costRow{where, fmt.Sprintf("dry run (%d steps), per unit", len(steps)), millis(dry / time.Duration(n)), "", "", ""},
+			costRow{where, "CPU per unit: the SDK's own (terraform's, the floor's), medians; the SDK's peak live heap per unit, highest",
+				fmt.Sprintf("cold %s (terraform %s), %s; warm %s (terraform %s), %s; skip-unchanged %s, %s",
+					per(median(s.sdkCold)), per(fc.cpu), heap(s.heapCold), per(median(s.sdkWarm)), per(fw.cpu), heap(s.heapWarm),
+					per(skip.self), heap(skip.heap)), "", "", ""},
 		)
 	}
 	return rows, ctx.Err()
+}
+
+// costRound runs one round of a shape in fresh dirs under dir:
+// terraform's floor cold, tfisolate's cold Run, the floor warm, then
+// tfisolate's warm Run, each Run right after the floor pass it is
+// compared with.
+func (e *env) costRound(ctx context.Context, dir string, p int, label string, s *costShape) error {
+	dirs, err := floorDirs(filepath.Join(dir, "floor"), len(s.units))
+	if err != nil {
+		return err
+	}
+	wds, err := workdir.New(filepath.Join(dir, "workdirs"))
+	if err != nil {
+		return err
+	}
+	r, err := runner.New(runner.WithWorkdirs(wds), runner.WithTerraform(e.tf), runner.WithParallelism(p))
+	if err != nil {
+		return err
+	}
+	if _, err := r.Binary(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.log, "bench: cost: %s: floor cold...\n", label)
+	fc, err := e.floorPass(ctx, dirs, p, tfInit, tfApply)
+	if err != nil {
+		return err
+	}
+	cold, err := e.timedRun(ctx, label+": cold", r, s.units)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.log, "bench: cost: %s: floor warm...\n", label)
+	fw, err := e.floorPass(ctx, dirs, p, tfApply)
+	if err != nil {
+		return err
+	}
+	warm, err := e.timedRun(ctx, label+": warm", r, s.units)
+	if err != nil {
+		return err
+	}
+	s.floorCold, s.floorWarm = append(s.floorCold, fc), append(s.floorWarm, fw)
+	s.cold, s.warm = append(s.cold, cold.spent), append(s.warm, warm.spent)
+	s.sdkCold, s.sdkWarm = append(s.sdkCold, cold.self), append(s.sdkWarm, warm.self)
+	s.heapCold, s.heapWarm = max(s.heapCold, cold.heap), max(s.heapWarm, warm.heap)
+	s.coldOK, s.warmOK = append(s.coldOK, cold.summary), append(s.warmOK, warm.summary)
+	s.r, s.wds = r, wds
+	return nil
+}
+
+// runPass is one timed Run: its wall and CPU (this process's and its
+// terraform processes'), the SDK's own CPU (this process's), its peak
+// live heap above the start, and what became of the units.
+type runPass struct {
+	spent
+	self    time.Duration
+	heap    int64
+	summary string
+}
+
+// timedRun applies units with r and measures it. A Run that reports on
+// its units is measured even when some failed (the summary says so).
+func (e *env) timedRun(ctx context.Context, what string, r *runner.Runner, units []runner.Unit) (runPass, error) {
+	fmt.Fprintf(e.log, "bench: cost: %s...\n", what)
+	heap := watchHeap()
+	s0, c0, t0 := selfCPU(), childCPU(), time.Now()
+	rep, err := r.Run(ctx, runner.Apply, units...)
+	self := selfCPU() - s0
+	p := runPass{spent: spent{time.Since(t0), self + childCPU() - c0}, self: self}
+	p.heap = heap()
+	if rep == nil {
+		return p, err
+	}
+	ok, skipped := 0, 0
+	for _, res := range rep.Results {
+		if res.Status == runner.Succeeded {
+			ok++
+		}
+		if res.Unchanged {
+			skipped++
+		}
+	}
+	p.summary = fmt.Sprintf("%d/%d succeeded, %d skipped as unchanged", ok, len(rep.Results), skipped)
+	return p, nil
+}
+
+// versus compares tfisolate's Runs with the floor passes beside them,
+// round by round: the median of the rounds' wall ratios (also returned,
+// for the target) and of their CPU ratios, and the range of the wall
+// ratios, e.g. "1.08x floor cold (CPU 1.07x; rounds 1.02-1.15x)".
+func versus(runs, floors []spent, floor string) (string, float64) {
+	var walls, cpus []float64
+	for i := range min(len(runs), len(floors)) {
+		walls = append(walls, ratioF(runs[i].wall, floors[i].wall))
+		cpus = append(cpus, ratioF(runs[i].cpu, floors[i].cpu))
+	}
+	wall, lo, hi := spread(walls)
+	cpu, _, _ := spread(cpus)
+	rounds := fmt.Sprintf("rounds %.2f-%.2fx", lo, hi)
+	if len(walls) == 1 {
+		rounds = "1 round"
+	}
+	return fmt.Sprintf("%.2fx %s (CPU %.2fx; %s)", wall, floor, cpu, rounds), wall
+}
+
+// spread is the median of rs (the mean of the two middle values for an
+// even count), its lowest and its highest; all 0 for none.
+func spread(rs []float64) (med, lo, hi float64) {
+	if len(rs) == 0 {
+		return 0, 0, 0
+	}
+	s := slices.Sorted(slices.Values(rs))
+	med = s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + med) / 2
+	}
+	return med, s[0], s[len(s)-1]
 }
 
 // costUnits are n instances of src; in a wide DAG, unit 0 is the root
@@ -261,42 +378,56 @@ type spent struct{ wall, cpu time.Duration }
 
 func (s spent) String() string { return secs(s.wall) + ", " + secs(s.cpu) }
 
-// costFloor runs plain terraform in n pre-made dirs, p at a time: init +
-// apply (cold), then apply again (warm).
-func (e *env) costFloor(ctx context.Context, dir string, n, p int) (cold, warm spent, err error) {
+// medianSpent is the median wall time and the median CPU of passes.
+func medianSpent(ss []spent) spent {
+	var walls, cpus []time.Duration
+	for _, s := range ss {
+		walls, cpus = append(walls, s.wall), append(cpus, s.cpu)
+	}
+	return spent{median(walls), median(cpus)}
+}
+
+// The floor's terraform commands.
+var (
+	tfInit  = []string{"init", "-input=false", "-no-color"}
+	tfApply = []string{"apply", "-auto-approve", "-input=false", "-no-color"}
+)
+
+// floorDirs makes n dirs of the component under dir, each with its own
+// input, for plain terraform to run in.
+func floorDirs(dir string, n int) ([]string, error) {
 	dirs := make([]string, n)
 	for i := range dirs {
 		dirs[i] = filepath.Join(dir, fmt.Sprintf("u%05d", i))
 		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
-			return cold, warm, err
+			return nil, err
 		}
 		if err := os.WriteFile(filepath.Join(dirs[i], "main.tf"), []byte(costComponent), 0o644); err != nil {
-			return cold, warm, err
+			return nil, err
 		}
 		if err := os.WriteFile(filepath.Join(dirs[i], "terraform.tfvars.json"), fmt.Appendf(nil, `{"name": "u%d"}`, i), 0o644); err != nil {
-			return cold, warm, err
+			return nil, err
 		}
 	}
-	pass := func(cmds ...[]string) (spent, error) {
-		c0, t0 := childCPU(), time.Now()
-		err := parallel(n, p, func(i int) error {
-			for _, c := range cmds {
-				cmd := exec.CommandContext(ctx, e.tf, c...)
-				cmd.Dir = dirs[i]
-				cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
-				if b, err := cmd.CombinedOutput(); err != nil {
-					return fmt.Errorf("terraform %s in %s: %w: %s", c[0], dirs[i], err, b)
-				}
+	return dirs, nil
+}
+
+// floorPass runs plain terraform's cmds in each of dirs, p dirs at a
+// time, and measures the pass: terraform's floor.
+func (e *env) floorPass(ctx context.Context, dirs []string, p int, cmds ...[]string) (spent, error) {
+	c0, t0 := childCPU(), time.Now()
+	err := parallel(len(dirs), p, func(i int) error {
+		for _, c := range cmds {
+			cmd := exec.CommandContext(ctx, e.tf, c...)
+			cmd.Dir = dirs[i]
+			cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("terraform %s in %s: %w: %s", c[0], dirs[i], err, b)
 			}
-			return nil
-		})
-		return spent{time.Since(t0), childCPU() - c0}, err
-	}
-	if cold, err = pass([]string{"init", "-input=false", "-no-color"}, []string{"apply", "-auto-approve", "-input=false", "-no-color"}); err != nil {
-		return cold, warm, err
-	}
-	warm, err = pass([]string{"apply", "-auto-approve", "-input=false", "-no-color"})
-	return cold, warm, err
+		}
+		return nil
+	})
+	return spent{time.Since(t0), childCPU() - c0}, err
 }
 
 // parallel calls f(0..n-1), p at a time, and joins their errors.

@@ -31,6 +31,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-cost-parallelism", "0"},
 		{"-cost-idle", "-1"},
 		{"-cost-instances", "-1"},
+		{"-cost-reps", "0"},
 		{"extra"},
 	} {
 		err := run(context.Background(), args, &bytes.Buffer{})

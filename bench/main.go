@@ -102,10 +102,12 @@ type options struct {
 	args         []string // as given, for the report's "how it was made"
 	// The cost section: unit counts of real terraform, its parallelism,
 	// queue sizes, idle processes and the units run beside them, Affected
-	// sizes, and the instances and files of the read-once scenario.
+	// sizes, and the instances and files of the read-once scenario;
+	// costReps is the rounds of floor and Run passes per unit count.
 	costN, costQueue, costAffected   []int
 	costPar, costIdle, costIdleUnits int
 	costInstances, costFiles         int
+	costReps                         int
 }
 
 func (o *options) skipped(name string) bool { return o.skip[name] }
@@ -138,7 +140,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.markdown, "markdown", "", "also write the tables to this file")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the bench's own CPU profile (the SDK's work, not terraform's) to this file")
 	fs.StringVar(&o.providerDir, "provider-dir", "", "where the test provider is built and kept between runs (default: the user cache dir)")
-	costN := fs.String("cost-n", "12,120", `cost section: unit counts of real terraform against its floor ("none": none; the issue's suite also asks for 1200)`)
+	costN := fs.String("cost-n", "12,120", `cost section: unit counts of real terraform against its floor ("none": none; the issue's suite also asks for 1200); each costs -cost-reps rounds`)
+	fs.IntVar(&o.costReps, "cost-reps", 3, "cost section: rounds per unit count of real terraform; a round runs terraform's floor and tfisolate's Run side by side (cold, then warm; flat, then wide DAG), and each ratio is the median of the rounds' ratios")
 	fs.IntVar(&o.costPar, "cost-parallelism", 8, "cost section: parallelism of the real-terraform runs and of the floor")
 	costQueue := fs.String("cost-queue", "10000,40000", `cost section: unit counts through the queue with a stub engine ("none": none)`)
 	fs.IntVar(&o.costIdle, "cost-idle", 3000, "cost section: idle processes beside a skip-unchanged Run (0: none)")
@@ -193,7 +196,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"-memory-n", o.memN}, {"-memory-provider-mib", o.memMiB}, {"-large-n", o.largeN}, {"-wide-n", o.wideN}, {"-wide-parallelism", o.widePar}, {"-floor-reps", o.floorReps}} {
+	}{{"-memory-n", o.memN}, {"-memory-provider-mib", o.memMiB}, {"-large-n", o.largeN}, {"-wide-n", o.wideN}, {"-wide-parallelism", o.widePar}, {"-floor-reps", o.floorReps}, {"-cost-reps", o.costReps}} {
 		if f.v < 1 {
 			return nil, fmt.Errorf("%s %d: want at least 1", f.name, f.v)
 		}

@@ -166,7 +166,7 @@ func TestRunTiny(t *testing.T) {
 		var out bytes.Buffer
 		args := append([]string{"-skip", "cold,warm,floor,memory", "-scale", "none", "-root", t.TempDir(),
 			"-cost-n", "2", "-cost-parallelism", "2", "-cost-queue", "100,400", "-cost-idle", "3", "-cost-idle-units", "2",
-			"-cost-affected", "10,100", "-cost-instances", "3", "-cost-files", "50"}, common...)
+			"-cost-affected", "10,100", "-cost-instances", "3", "-cost-files", "50", "-cost-reps", "2"}, common...)
 		require.NoError(t, run(context.Background(), args, &out))
 		s := out.String()
 		require.Contains(t, s, "## Cost: how a Run grows")
@@ -175,6 +175,14 @@ func TestRunTiny(t *testing.T) {
 			require.Contains(t, s, row)
 		}
 		require.Contains(t, s, "2/2 succeeded, 2 skipped as unchanged", "skip-unchanged skips every unit of the flat run")
+		// Two rounds: each cold and warm ratio is a median with the rounds'
+		// range, and terraform's CPU per unit stands beside the SDK's.
+		for _, shape := range []string{"flat", "wide DAG"} {
+			for _, pass := range []string{"cold", "warm"} {
+				require.Regexp(t, `\| 2 units, p=2, `+shape+` +\| `+pass+` Run \(2/2 succeeded, 0 skipped as unchanged\): wall, CPU \(median of 2 rounds\) +\|[^|\n]+\| +[0-9.]+x floor `+pass+` \(CPU [0-9.]+x; rounds [0-9.]+-[0-9.]+x\) +\| <= 1\.1x +\| (yes|NO) +\|`, s)
+			}
+			require.Regexp(t, `\| 2 units, p=2, `+shape+` +\| CPU per unit: [^|]+\| +cold [0-9.]+ ms \(terraform [0-9.]+ ms\), [0-9.]+ KiB; warm [0-9.]+ ms \(terraform [0-9.]+ ms\)`, s)
+		}
 		line := s[strings.Index(s, "3 instances of one 50-file component"):]
 		line = line[strings.Index(line, "unchanged dry run"):]
 		line = line[:strings.Index(line, "\n")]
