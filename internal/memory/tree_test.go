@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -267,4 +268,54 @@ func TestWatchWalkSoonFindsANewChild(t *testing.T) {
 			t.Fatal("no walk after WalkSoon in a minute")
 		}
 	}
+}
+
+// TestTreeFindsAChildOfAnyThread starts a child from a thread of this
+// process other than its main one (the kernel lists a child under the
+// thread that forked it; terraform starts its providers from whichever
+// thread runs the goroutine): Tree finds it, though the main thread's own
+// list does not hold it.
+func TestTreeFindsAChildOfAnyThread(t *testing.T) {
+	type started struct {
+		cmd *exec.Cmd
+		err error
+	}
+	got := make(chan started, 1)
+	release := make(chan struct{})
+	var try func(left int)
+	try = func(left int) {
+		runtime.LockOSThread() // unlocked only on the main thread: another ends with its goroutine
+		if syscall.Gettid() == os.Getpid() {
+			defer runtime.UnlockOSThread()
+			if left == 0 {
+				got <- started{err: fmt.Errorf("no goroutine ran on a thread other than the main one")}
+				return
+			}
+			go try(left - 1) // a new goroutine, on another thread
+			<-release        // keep the main thread taken until the child is started
+			return
+		}
+		cmd := exec.Command("/bin/sh", "-c", "read x")
+		_, err := cmd.StdinPipe()
+		if err == nil {
+			err = cmd.Start() // forked by this thread
+		}
+		got <- started{cmd, err}
+		<-release // the thread, and so its list, lives until the test ends
+	}
+	go try(10)
+	s := <-got
+	defer close(release)
+	require.NoError(t, s.err)
+	t.Cleanup(func() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait() })
+	pid := s.cmd.Process.Pid
+
+	main, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", os.Getpid(), os.Getpid()))
+	require.NoError(t, err)
+	require.NotContains(t, strings.Fields(string(main)), strconv.Itoa(pid), "the child was forked by the main thread: the test shows nothing")
+	var pids []int
+	for _, p := range Tree(os.Getpid()) {
+		pids = append(pids, p.PID)
+	}
+	require.Contains(t, pids, pid, "Tree missed the child of a thread other than the main one")
 }
