@@ -189,9 +189,20 @@ type cpuMark struct {
 // that often, over the last minSpan, which is how soon a scheduler
 // learns a unit went idle.
 func NewWatch(interval, cpuEvery time.Duration) *Watch {
+	return NewWatchWalking(interval, 1, cpuEvery)
+}
+
+// NewWatchWalking is NewWatch where only every walkEvery-th of the
+// samples every interval walks the trees (and Add's, and WalkSoon's);
+// the others read the processes the last walk found. A walk reads each
+// thread's list of children, a file per thread (a terraform has a dozen
+// or more), where the others read one file per process: a child started
+// since the last walk is counted up to walkEvery intervals later.
+func NewWatchWalking(interval time.Duration, walkEvery int, cpuEvery time.Duration) *Watch {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
+	walkEvery = max(walkEvery, 1)
 	w := &Watch{stop: make(chan struct{}), done: make(chan struct{}), walk: make(chan struct{}, 1)}
 	go func() {
 		defer close(w.done)
@@ -203,12 +214,13 @@ func NewWatch(interval, cpuEvery time.Duration) *Watch {
 			defer q.Stop()
 			quick = q.C
 		}
-		for {
+		for tick := 1; ; {
 			select {
 			case <-w.stop:
 				return
 			case <-t.C:
-				w.Sample()
+				w.sample(tick%walkEvery == 0)
+				tick++
 			case <-w.walk:
 				w.Sample()
 			case <-quick:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -318,4 +319,41 @@ func TestTreeFindsAChildOfAnyThread(t *testing.T) {
 		pids = append(pids, p.PID)
 	}
 	require.Contains(t, pids, pid, "Tree missed the child of a thread other than the main one")
+}
+
+// TestWatchWalkingWalksEveryNthSample: with walkEvery 3, of the samples
+// every interval exactly every third walks the trees; the others read
+// the processes found, and still measure them.
+func TestWatchWalkingWalksEveryNthSample(t *testing.T) {
+	spin := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	require.NoError(t, spin.Start())
+	t.Cleanup(func() { _ = spin.Process.Kill(); _ = spin.Wait() })
+
+	w := NewWatchWalking(20*time.Millisecond, 3, 0)
+	defer w.Stop()
+	flags := make(chan bool, 100)
+	w.OnSample(func(_ float64, whole bool) {
+		select {
+		case flags <- whole:
+		default:
+		}
+	})
+	w.Add(spin.Process.Pid)
+	var got []bool
+	deadline := time.After(time.Minute)
+	for len(got) < 9 {
+		select {
+		case f := <-flags:
+			got = append(got, f)
+		case <-deadline:
+			t.Fatalf("only %d samples in a minute", len(got))
+		}
+	}
+	first := slices.Index(got, true)
+	require.GreaterOrEqual(t, first, 0, "no walk in %v", got)
+	require.Less(t, first, 3, "samples before the first walk: %v", got)
+	for k := first; k < len(got); k++ {
+		require.Equal(t, (k-first)%3 == 0, got[k], "sample %d of %v", k, got)
+	}
+	require.Positive(t, w.Peak())
 }
