@@ -101,7 +101,8 @@ parallelism (cold: init + apply; warm: apply of an initialized dir with
 nothing to change). tfisolate's cold Run starts from fresh workdirs, its
 warm Run applies again (init skipped), its skip-unchanged Run skips every
 unit whose inputs equal its last apply's; the wide DAG is one root unit
-whose output every other unit's Generate reads. Terraform's own CPU per
+whose output every other unit's Generate reads, and its floor runs the
+root's dir first, then the others (dependency order). Terraform's own CPU per
 unit drifts by a fifth between passes a minute apart on a shared VM, so
 the floor and tfisolate's Runs are interleaved in rounds (-cost-reps),
 each in fresh dirs: floor cold, cold Run, floor warm, warm Run, flat and
@@ -150,6 +151,7 @@ func ratioF(a, b time.Duration) float64 {
 type costShape struct {
 	name                             string
 	units                            []runner.Unit
+	rootFirst                        bool // the floor runs unit 0 alone, then the others (the wide DAG's order)
 	floorCold, floorWarm, cold, warm []spent
 	sdkCold, sdkWarm                 []time.Duration // the SDK's own CPU
 	heapCold, heapWarm               int64           // the highest over the rounds
@@ -177,7 +179,7 @@ func (e *env) costTerraform(ctx context.Context, dir string, n int) ([]costRow, 
 		return nil, err
 	}
 	scen := fmt.Sprintf("%d units, p=%d", n, p)
-	shapes := []*costShape{{name: "flat", units: costUnits(src, n, false)}, {name: "wide DAG", units: costUnits(src, n, true)}}
+	shapes := []*costShape{{name: "flat", units: costUnits(src, n, false)}, {name: "wide DAG", units: costUnits(src, n, true), rootFirst: true}}
 	reps := e.o.costReps
 	for round := range reps {
 		for _, s := range shapes {
@@ -253,7 +255,7 @@ func (e *env) costRound(ctx context.Context, dir string, p int, label string, s 
 		return err
 	}
 	fmt.Fprintf(e.log, "bench: cost: %s: floor cold...\n", label)
-	fc, err := e.floorPass(ctx, dirs, p, tfInit, tfApply)
+	fc, err := e.floorShaped(ctx, dirs, p, s.rootFirst, tfInit, tfApply)
 	if err != nil {
 		return err
 	}
@@ -262,7 +264,7 @@ func (e *env) costRound(ctx context.Context, dir string, p int, label string, s 
 		return err
 	}
 	fmt.Fprintf(e.log, "bench: cost: %s: floor warm...\n", label)
-	fw, err := e.floorPass(ctx, dirs, p, tfApply)
+	fw, err := e.floorShaped(ctx, dirs, p, s.rootFirst, tfApply)
 	if err != nil {
 		return err
 	}
@@ -428,6 +430,23 @@ func (e *env) floorPass(ctx context.Context, dirs []string, p int, cmds ...[]str
 		return nil
 	})
 	return spent{time.Since(t0), childCPU() - c0}, err
+}
+
+// floorShaped is floorPass over dirs, with rootFirst the wide DAG's
+// order: the root's dir alone, then the others p at a time, as a script
+// running plain terraform in dependency order would (its dependents
+// cannot start before it is applied). Without it, the wide DAG's floor
+// would be the flat one, which no tool honouring the dependency reaches.
+func (e *env) floorShaped(ctx context.Context, dirs []string, p int, rootFirst bool, cmds ...[]string) (spent, error) {
+	if !rootFirst || len(dirs) < 2 {
+		return e.floorPass(ctx, dirs, p, cmds...)
+	}
+	root, err := e.floorPass(ctx, dirs[:1], 1, cmds...)
+	if err != nil {
+		return root, err
+	}
+	rest, err := e.floorPass(ctx, dirs[1:], p, cmds...)
+	return spent{root.wall + rest.wall, root.cpu + rest.cpu}, err
 }
 
 // parallel calls f(0..n-1), p at a time, and joins their errors.

@@ -3,7 +3,11 @@
 package main
 
 import (
+	"context"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +63,33 @@ func TestCostRepsFlag(t *testing.T) {
 		_, err := parseFlags([]string{"-cost-reps", v}, io.Discard)
 		require.ErrorContains(t, err, "-cost-reps "+v+": want at least 1")
 	}
+}
+
+// TestFloorShapedRunsTheRootFirst runs the floor's passes with a stand-in
+// engine that logs when it starts and ends in which dir: in the wide
+// DAG's order the root's dir has ended before any other starts; in the
+// flat order all run p at a time.
+func TestFloorShapedRunsTheRootFirst(t *testing.T) {
+	dir := t.TempDir()
+	logFile := filepath.Join(dir, "log")
+	tf := filepath.Join(dir, "tf")
+	require.NoError(t, os.WriteFile(tf, []byte("#!/bin/sh\necho \"start $(basename \"$PWD\")\" >> "+logFile+"\necho \"end $(basename \"$PWD\")\" >> "+logFile+"\n"), 0o755))
+	dirs, err := floorDirs(filepath.Join(dir, "floor"), 6)
+	require.NoError(t, err)
+	e := &env{tf: tf}
+
+	_, err = e.floorShaped(context.Background(), dirs, 4, true, tfApply)
+	require.NoError(t, err)
+	b, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 12)
+	require.Equal(t, []string{"start u00000", "end u00000"}, lines[:2], "the root's dir alone first:\n%s", b)
+
+	require.NoError(t, os.Remove(logFile))
+	_, err = e.floorShaped(context.Background(), dirs, 4, false, tfApply)
+	require.NoError(t, err)
+	b, err = os.ReadFile(logFile)
+	require.NoError(t, err)
+	require.Len(t, strings.Split(strings.TrimSpace(string(b)), "\n"), 12)
 }
