@@ -17,9 +17,12 @@
 //     (the kernel's "unlimited" is a huge number). Default budget: a
 //     CgroupShare of the limit less this process's resident memory when
 //     there is a limit, else an AvailableShare of MemAvailable.
-//   - Tree(pid) walks the process tree under pid through
-//     /proc/PID/task/TID/children, so a sample costs reads of the tree's
-//     own processes and threads, never a scan of the host's processes. A
+//   - Tree(pid) walks the process tree under pid: each process's threads
+//     from /proc/PID/task, each thread's children from its own
+//     /proc/TID/task/TID/children (so the entries the walk leaves in the
+//     kernel's cache go with the thread, not with the reaping of the
+//     process), so a sample costs reads of the tree's own processes and
+//     threads, never a scan of the host's processes. A
 //     process that ends during the walk is left out, never an error.
 //     Resident memory is each process's resident set, summed: pages two
 //     processes share count twice, so the figure errs on the high side.
@@ -38,7 +41,9 @@
 //     every cpuEvery in between (one file each), the cores measured over
 //     the last 50 ms or more; such a sample is marked as not whole, since
 //     a process started since the walk is in none of its reads, and
-//     WalkSoon asks for a walk at once.
+//     WalkSoon asks for a walk at once. NewWatchWalking walks only every
+//     walkEvery-th sample (Add's and WalkSoon's always walk); the others
+//     read the processes the last walk found, one file each.
 //   - OOMKills reads the count of the kernel's OOM kills in this
 //     process's memory cgroup (v1: memory.oom_control's oom_kill; v2:
 //     memory.events' oom_kill, which counts the cgroup's descendants too),
