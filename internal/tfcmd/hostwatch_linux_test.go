@@ -49,9 +49,10 @@ const hostWatchRole = "hostwatch"
 
 func init() { children[hostWatchRole] = hostWatchChild }
 
-// hostWatchChild watches three interruptibles with one HostWatch and
-// stops watching the third, then prints their PIDs and the watcher's and
-// waits to be killed.
+// hostWatchChild watches three interruptibles with one HostWatch, whose
+// watcher it kills after the first (as someone else might), and stops
+// watching the third, then prints their PIDs and the watcher's and waits
+// to be killed.
 func hostWatchChild() error {
 	dir := os.Getenv("HOSTWATCH_DIR")
 	h := &HostWatch{}
@@ -65,6 +66,16 @@ func hostWatchChild() error {
 			return err
 		}
 		pids = append(pids, strconv.Itoa(cmd.Process.Pid))
+		if i == 0 {
+			first := h.cmd.Process.Pid
+			if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+				return err
+			}
+			var info unix.Siginfo // until it is dead; HostWatch reaps it
+			if err := unix.Waitid(unix.P_PID, first, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+				return fmt.Errorf("wait for the killed watcher: %w", err)
+			}
+		}
 	}
 	h.Remove(mustAtoi(pids[2]))
 	fmt.Println(strings.Join(pids, " "), h.cmd.Process.Pid)
@@ -105,9 +116,10 @@ func ended(t *testing.T, fd int, bound time.Duration) bool {
 
 // TestHostWatchInterruptsEachWatchedGroupOnce SIGKILLs a host whose one
 // HostWatch watches two running processes and watched a third until
-// Remove: each of the two gets one SIGINT (its trap writes one line and
-// exits), and the third, removed, gets nothing and runs on after the
-// watcher has ended.
+// Remove (its first watcher killed after the first Add: the next Add
+// starts another and tells it the first process too): each of the two
+// gets one SIGINT (its trap writes one line and exits), and the third,
+// removed, gets nothing and runs on after the watcher has ended.
 func TestHostWatchInterruptsEachWatchedGroupOnce(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -60,11 +60,14 @@ for p in $g; do kill -s INT -- "-$p"; done`
 // not a thread's, and it ends once.
 //
 // The zero value is ready; the watcher starts with the first Add. A
-// HostWatch is safe for concurrent use.
+// watcher that died (killed by someone) is started again by the next Add
+// or Remove, told every group still watched. A HostWatch is safe for
+// concurrent use.
 type HostWatch struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd // nil until the first Add, and after Close
 	w      *os.File  // the watcher's stdin; only this process holds it
+	live   map[int]bool
 	closed bool
 }
 
@@ -77,12 +80,11 @@ func (h *HostWatch) Add(pgid int) error {
 	if h.closed {
 		return errors.New("host watcher: closed")
 	}
-	if h.cmd == nil {
-		if err := h.start(); err != nil {
-			return err
-		}
+	if h.live == nil {
+		h.live = map[int]bool{}
 	}
-	return h.send("+" + strconv.Itoa(pgid))
+	h.live[pgid] = true
+	return h.sendOrRestart("+" + strconv.Itoa(pgid))
 }
 
 // Remove stops watching pgid: call it once the process has exited and
@@ -90,9 +92,33 @@ func (h *HostWatch) Add(pgid int) error {
 func (h *HostWatch) Remove(pgid int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	delete(h.live, pgid)
 	if h.cmd != nil {
-		_ = h.send("-" + strconv.Itoa(pgid))
+		_ = h.sendOrRestart("-" + strconv.Itoa(pgid))
 	}
+}
+
+// sendOrRestart sends line to the watcher, starting it first if there is
+// none; if the watcher is gone (the write fails: nothing reads the pipe),
+// it starts a new one and tells it every live group. h.mu is held.
+func (h *HostWatch) sendOrRestart(line string) error {
+	if h.cmd != nil {
+		if err := h.send(line); err == nil {
+			return nil
+		}
+		_ = h.w.Close()
+		_ = h.cmd.Wait() // reap the watcher that died
+		h.cmd, h.w = nil, nil
+	}
+	if err := h.start(); err != nil {
+		return err
+	}
+	for pgid := range h.live {
+		if err := h.send("+" + strconv.Itoa(pgid)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close tells the watcher every watched process has exited and waits
