@@ -77,6 +77,12 @@ func lockWho() (who, host string) {
 // beginJournal reads the instance's journal, moves a run it finds under
 // way into the crashed list, and records this run as current. It returns
 // the crashed runs.
+//
+// The write is atomic but not synced, like recordEngine's: what a later
+// run does with a crashed run (wait for its engine, take back a state
+// lock it left, see leftBy) needs the engine record, which a machine
+// that goes down may lose anyway, and a host process that dies leaves
+// both in the page cache. Two fsyncs a unit bought nothing.
 func beginJournal(dataDir, command string, now time.Time) ([]journalRun, error) {
 	p := filepath.Join(dataDir, journalName)
 	var j journal
@@ -104,7 +110,7 @@ func beginJournal(dataDir, command string, now time.Time) ([]journalRun, error) 
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := writeJournal(p, j); err != nil {
+	if err := writeJournal(p, j, atomicfile.NoSync()); err != nil {
 		return nil, err
 	}
 	return kept, nil
