@@ -215,6 +215,9 @@ func (e *env) costTerraform(ctx context.Context, dir string, n int) ([]costRow, 
 		coldRatio, rc := versus(s.cold, s.floorCold, "floor cold")
 		warmRatio, rw := versus(s.warm, s.floorWarm, "floor warm")
 		where, medians := scen+", "+s.name, fmt.Sprintf(" (median of %d rounds)", reps)
+		if reps == 1 {
+			medians = " (1 round)"
+		}
 		rows = append(rows,
 			costRow{where, "floor cold (init + apply): wall, CPU" + medians, fc.String(), "", "", ""},
 			costRow{where, "floor warm (apply): wall, CPU" + medians, fw.String(), "", "", ""},
