@@ -1,7 +1,9 @@
 package tfcmd
 
 import (
+	"errors"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,10 +28,21 @@ func awaitExit(p *os.Process) {
 		return
 	}
 	// A pidfd is readable once its process has exited. WNOWAIT leaves the
-	// exit status for the caller's Wait.
-	_ = rc.Read(func(fd uintptr) bool {
+	// exit status for the caller's Wait. The wait in the poller is renewed
+	// every second, each time looking again, so a wake-up the poller
+	// never delivered costs a second, never the unit.
+	exited := func(fd uintptr) bool {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
 		return err != nil || info.Signo != 0
-	})
+	}
+	for {
+		if f.SetReadDeadline(time.Now().Add(time.Second)) != nil {
+			_ = rc.Read(exited)
+			return
+		}
+		if err := rc.Read(exited); !errors.Is(err, os.ErrDeadlineExceeded) {
+			return
+		}
+	}
 }

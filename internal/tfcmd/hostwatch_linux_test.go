@@ -164,15 +164,18 @@ func TestHostWatchCloseSignalsNothing(t *testing.T) {
 }
 
 // TestAwaitExitLeavesTheStatus waits for a process that exits 3 through
-// the poller: the exit status is still there for Wait.
+// the poller, at once and after more than one of the poller's one-second
+// renewals: the exit status is still there for Wait.
 func TestAwaitExitLeavesTheStatus(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command("/bin/sh", "-c", "exit 3")
-	require.NoError(t, cmd.Start())
-	fd := pidfd(t, cmd.Process.Pid)
-	awaitExit(cmd.Process)
-	require.True(t, ended(t, fd, 0), "awaitExit returned before the process exited")
-	var exitErr *exec.ExitError
-	require.ErrorAs(t, cmd.Wait(), &exitErr)
-	require.Equal(t, 3, exitErr.ExitCode())
+	for _, script := range []string{"exit 3", "sleep 1.5; exit 3"} {
+		cmd := exec.Command("/bin/sh", "-c", script)
+		require.NoError(t, cmd.Start())
+		fd := pidfd(t, cmd.Process.Pid)
+		awaitExit(cmd.Process)
+		require.True(t, ended(t, fd, 0), "awaitExit returned before the process exited (%s)", script)
+		var exitErr *exec.ExitError
+		require.ErrorAs(t, cmd.Wait(), &exitErr)
+		require.Equal(t, 3, exitErr.ExitCode(), script)
+	}
 }
