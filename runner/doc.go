@@ -103,7 +103,12 @@
 // so terraform applies its own precedence), then TF_DATA_DIR, the
 // runner's CLI config (with a cache), then Unit.Env; TF_PLUGIN_CACHE_DIR
 // and TF_WORKSPACE are dropped, and TMPDIR points into the Run's private
-// dir unless Unit.Env sets it. Custom steps get a *tfexec.Terraform
+// dir unless Unit.Env sets it. GOMAXPROCS, unless the environment already
+// names it, is each process's share of the host's cores among the Run's
+// running terraform processes (internal/tfcmd CoreShare): terraform and
+// its providers are Go programs whose runtimes, one scheduler per core
+// each, otherwise spin against each other when more run than there are
+// cores. Custom steps get a *tfexec.Terraform
 // (without TF_VAR_* and TF_LOG*, which terraform-exec refuses; VarOptions
 // gives it the unit's variables) and Handle.Exec, which runs any
 // subcommand with exactly this environment and the same process handling

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -64,6 +65,9 @@ type runState struct {
 	// host interrupts this Run's terraform processes if the host dies:
 	// one watcher for them all, started with the first.
 	host tfcmd.HostWatch
+	// share sizes each terraform's Go runtime to its share of the cores
+	// among this Run's running terraform processes.
+	share *tfcmd.CoreShare
 
 	modStore   *modstore.Store           // remote modules across processes; nil: once per Run
 	flights    flight.Group[setup]       // provider setup, once per requirement set
@@ -85,7 +89,8 @@ func (r *Runner) newRunState(cmd Command, rc *runConfig, eng engine.Info, units 
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
 	rs := &runState{cfg: &r.cfg, opts: rc, cmd: cmd, eng: eng, units: units, g: g, tmp: tmp, tmpLock: lk,
-		results: make([]Result, len(units)), parts: make([]resultParts, len(units)), em: &emitter{fn: rc.events, engine: publicEngine(eng)}}
+		results: make([]Result, len(units)), parts: make([]resultParts, len(units)), em: &emitter{fn: rc.events, engine: publicEngine(eng)},
+		share: tfcmd.NewCoreShare(runtime.GOMAXPROCS(0))}
 	if r.cfg.output != nil {
 		rs.out = &combined{w: r.cfg.output}
 	}

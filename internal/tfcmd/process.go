@@ -45,6 +45,10 @@ type Process struct {
 	// host process dies, shared by the processes of a Run (the caller
 	// closes it); nil gives each process a watcher of its own.
 	Host *HostWatch
+	// Share, when set, sizes each process's Go runtime to its share of
+	// the host's cores among the Run's running processes (see
+	// CoreShare); nil leaves GOMAXPROCS to Env.
+	Share *CoreShare
 
 	killed bool
 }
@@ -102,7 +106,9 @@ func (p *Process) Run(ctx context.Context, c Cmd) (*Result, error) {
 	defer eo.remove()
 	cmd := exec.CommandContext(ctx, p.Path, c.Args...)
 	cmd.Dir = p.Dir
-	cmd.Env = p.Env
+	env, shareDone := p.Share.shareEnv(p.Env)
+	defer shareDone()
+	cmd.Env = env
 	cmd.Cancel = func() error { return interruptProcess(cmd.Process) }
 	cmd.WaitDelay = p.Grace
 	setProcAttrs(cmd)
