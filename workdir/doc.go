@@ -5,8 +5,8 @@
 //
 // A Manager owns a root directory:
 //
-//	ROOT/.locks/ID.lock            flock file of the instance (never deleted)
-//	ROOT/.locks/ID.holder.json     pid, host and time of the current holder
+//	ROOT/.locks/ID.lock            flock file of the instance (never deleted);
+//	                               in it, pid, host and time of the current holder
 //	ROOT/.tmp/ID/                  scratch for cold builds and removals
 //	ROOT/ID/                       the instance home
 //	ROOT/ID/.tfisolate/stamp.json  what the home was built from; written last

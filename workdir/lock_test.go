@@ -212,3 +212,39 @@ func TestLockWaitReported(t *testing.T) {
 	require.Positive(t, second.LockWait)
 	require.LessOrEqual(t, second.LockWait, elapsed, "LockWait is part of the second Prepare")
 }
+
+// TestHolderNoteInPlace takes and releases an instance lock twice: while
+// held, the lock file names this process as its holder; once released
+// it names nobody; the note is rewritten in place (the file keeps its
+// size, no other file appears in the locks dir). A lock path that is a
+// link to another file is locked but never written through.
+func TestHolderNoteInPlace(t *testing.T) {
+	m := newManager(t)
+	dir := filepath.Join(m.root, locksDir)
+	path := filepath.Join(dir, "s__i.lock")
+	for range 2 {
+		lk, err := m.lock(context.Background(), "s", "i", "s__i")
+		require.NoError(t, err)
+		h := readHolder(path)
+		require.NotNil(t, h)
+		require.Equal(t, os.Getpid(), h.PID)
+		require.NoError(t, lk.release())
+		require.Nil(t, readHolder(path), "a released lock names no holder")
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		require.EqualValues(t, noteAt+noteSize, fi.Size())
+		ents, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Len(t, ents, 1, "the note is in the lock file")
+	}
+
+	victim := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("not a lock file"), 0o600))
+	require.NoError(t, os.Symlink(victim, filepath.Join(dir, "s__j.lock")))
+	lk, err := m.lock(context.Background(), "s", "j", "s__j")
+	require.NoError(t, err)
+	require.NoError(t, lk.release())
+	b, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	require.Equal(t, "not a lock file", string(b), "nothing is written through a link")
+}
