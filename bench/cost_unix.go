@@ -116,6 +116,10 @@ the SDK's peak live heap above the start per unit, the highest of the
 rounds (the skip-unchanged Run's from its one pass). The
 skip-unchanged Run and the dry run run once, after the last round, in
 its workdirs; the skip-unchanged ratio is against the median warm floor.
+The warm floor runs once more right after each round's warm Run, each
+terraform given the GOMAXPROCS a Run gives it (the cores over the
+processes running, rounded up): the warm Run against that floor is the
+SDK's own cost without the gain of sizing terraform's runtime.
 *dry run* is Runner.DryRun over the same units: everything a Run does
 but terraform.
 The queue rows run internal/queue with a callback that does nothing (the
@@ -153,6 +157,7 @@ type costShape struct {
 	units                            []runner.Unit
 	rootFirst                        bool // the floor runs unit 0 alone, then the others (the wide DAG's order)
 	floorCold, floorWarm, cold, warm []spent
+	floorShared                      []spent         // the warm floor with GOMAXPROCS as a Run sets it, right after the warm Run
 	sdkCold, sdkWarm                 []time.Duration // the SDK's own CPU
 	heapCold, heapWarm               int64           // the highest over the rounds
 	coldOK, warmOK                   []string
@@ -214,6 +219,8 @@ func (e *env) costTerraform(ctx context.Context, dir string, n int) ([]costRow, 
 		fc, fw := medianSpent(s.floorCold), medianSpent(s.floorWarm)
 		coldRatio, rc := versus(s.cold, s.floorCold, "floor cold")
 		warmRatio, rw := versus(s.warm, s.floorWarm, "floor warm")
+		sharedRatio, _ := versus(s.warm, s.floorShared, "this floor")
+		sharedRatio = "warm Run " + sharedRatio
 		where, medians := scen+", "+s.name, fmt.Sprintf(" (median of %d rounds)", reps)
 		if reps == 1 {
 			medians = " (1 round)"
@@ -225,6 +232,8 @@ func (e *env) costTerraform(ctx context.Context, dir string, n int) ([]costRow, 
 				medianSpent(s.cold).String(), coldRatio, "<= 1.1x", met(rc, 1.1)},
 			costRow{where, "warm Run (" + strings.Join(slices.Compact(s.warmOK), "; ") + "): wall, CPU" + medians,
 				medianSpent(s.warm).String(), warmRatio, "<= 1.1x", met(rw, 1.1)},
+			costRow{where, "floor warm, each terraform's GOMAXPROCS as a Run sets it: wall, CPU" + medians,
+				medianSpent(s.floorShared).String(), sharedRatio, "", ""},
 			costRow{where, "skip-unchanged Run (" + skip.summary + "): wall, CPU", skip.String(),
 				fmt.Sprintf("%.2fx floor warm", ratioF(skip.wall, fw.wall)), "", ""},
 			costRow{where, fmt.Sprintf("dry run (%d steps), per unit", len(steps)), millis(dry / time.Duration(n)), "", "", ""},
@@ -258,7 +267,7 @@ func (e *env) costRound(ctx context.Context, dir string, p int, label string, s 
 		return err
 	}
 	fmt.Fprintf(e.log, "bench: cost: %s: floor cold...\n", label)
-	fc, err := e.floorShaped(ctx, dirs, p, s.rootFirst, tfInit, tfApply)
+	fc, err := e.floorShaped(ctx, dirs, p, s.rootFirst, false, tfInit, tfApply)
 	if err != nil {
 		return err
 	}
@@ -267,7 +276,7 @@ func (e *env) costRound(ctx context.Context, dir string, p int, label string, s 
 		return err
 	}
 	fmt.Fprintf(e.log, "bench: cost: %s: floor warm...\n", label)
-	fw, err := e.floorShaped(ctx, dirs, p, s.rootFirst, tfApply)
+	fw, err := e.floorShaped(ctx, dirs, p, s.rootFirst, false, tfApply)
 	if err != nil {
 		return err
 	}
@@ -275,6 +284,12 @@ func (e *env) costRound(ctx context.Context, dir string, p int, label string, s 
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(e.log, "bench: cost: %s: floor warm, GOMAXPROCS as a Run sets it...\n", label)
+	fs, err := e.floorShaped(ctx, dirs, p, s.rootFirst, true, tfApply)
+	if err != nil {
+		return err
+	}
+	s.floorShared = append(s.floorShared, fs)
 	s.floorCold, s.floorWarm = append(s.floorCold, fc), append(s.floorWarm, fw)
 	s.cold, s.warm = append(s.cold, cold.spent), append(s.warm, warm.spent)
 	s.sdkCold, s.sdkWarm = append(s.sdkCold, cold.self), append(s.sdkWarm, warm.self)
@@ -418,14 +433,22 @@ func floorDirs(dir string, n int) ([]string, error) {
 }
 
 // floorPass runs plain terraform's cmds in each of dirs, p dirs at a
-// time, and measures the pass: terraform's floor.
-func (e *env) floorPass(ctx context.Context, dirs []string, p int, cmds ...[]string) (spent, error) {
+// time, and measures the pass: terraform's floor. With shared, each
+// terraform gets the GOMAXPROCS a Run gives it (the cores over the
+// processes running, rounded up): the floor of a runtime sized as the
+// SDK sizes it, against which the SDK's own cost shows.
+func (e *env) floorPass(ctx context.Context, dirs []string, p int, shared bool, cmds ...[]string) (spent, error) {
+	environ := append(os.Environ(), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+	if shared {
+		running := max(1, min(p, len(dirs)))
+		environ = append(environ, "GOMAXPROCS="+strconv.Itoa((runtime.GOMAXPROCS(0)+running-1)/running))
+	}
 	c0, t0 := childCPU(), time.Now()
 	err := parallel(len(dirs), p, func(i int) error {
 		for _, c := range cmds {
 			cmd := exec.CommandContext(ctx, e.tf, c...)
 			cmd.Dir = dirs[i]
-			cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+			cmd.Env = environ
 			if b, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("terraform %s in %s: %w: %s", c[0], dirs[i], err, b)
 			}
@@ -440,15 +463,15 @@ func (e *env) floorPass(ctx context.Context, dirs []string, p int, cmds ...[]str
 // running plain terraform in dependency order would (its dependents
 // cannot start before it is applied). Without it, the wide DAG's floor
 // would be the flat one, which no tool honouring the dependency reaches.
-func (e *env) floorShaped(ctx context.Context, dirs []string, p int, rootFirst bool, cmds ...[]string) (spent, error) {
+func (e *env) floorShaped(ctx context.Context, dirs []string, p int, rootFirst, shared bool, cmds ...[]string) (spent, error) {
 	if !rootFirst || len(dirs) < 2 {
-		return e.floorPass(ctx, dirs, p, cmds...)
+		return e.floorPass(ctx, dirs, p, shared, cmds...)
 	}
-	root, err := e.floorPass(ctx, dirs[:1], 1, cmds...)
+	root, err := e.floorPass(ctx, dirs[:1], 1, shared, cmds...)
 	if err != nil {
 		return root, err
 	}
-	rest, err := e.floorPass(ctx, dirs[1:], p, cmds...)
+	rest, err := e.floorPass(ctx, dirs[1:], p, shared, cmds...)
 	return spent{root.wall + rest.wall, root.cpu + rest.cpu}, err
 }
 

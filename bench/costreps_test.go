@@ -78,7 +78,7 @@ func TestFloorShapedRunsTheRootFirst(t *testing.T) {
 	require.NoError(t, err)
 	e := &env{tf: tf}
 
-	_, err = e.floorShaped(context.Background(), dirs, 4, true, tfApply)
+	_, err = e.floorShaped(context.Background(), dirs, 4, true, false, tfApply)
 	require.NoError(t, err)
 	b, err := os.ReadFile(logFile)
 	require.NoError(t, err)
@@ -87,7 +87,7 @@ func TestFloorShapedRunsTheRootFirst(t *testing.T) {
 	require.Equal(t, []string{"start u00000", "end u00000"}, lines[:2], "the root's dir alone first:\n%s", b)
 
 	require.NoError(t, os.Remove(logFile))
-	_, err = e.floorShaped(context.Background(), dirs, 4, false, tfApply)
+	_, err = e.floorShaped(context.Background(), dirs, 4, false, false, tfApply)
 	require.NoError(t, err)
 	b, err = os.ReadFile(logFile)
 	require.NoError(t, err)
