@@ -71,6 +71,9 @@ type memGate struct {
 	rs     *runState
 	budget int64 // 0: off (units are measured, never held back)
 	path   string
+	// oomKills reads the count of the kernel's OOM kills where this Run's
+	// process is (its cgroup found once).
+	oomKills func() (int64, bool)
 
 	mu      sync.Mutex
 	learned map[string]int64 // key -> expected peak
@@ -94,7 +97,8 @@ type memUnit struct {
 
 func (rs *runState) newMemGate() *memGate {
 	m := &memGate{rs: rs, learned: map[string]int64{}, seen: map[string]int64{}, probing: map[string]bool{},
-		running: map[int]*memUnit{}, waiting: map[int]time.Time{}, waited: map[int]time.Duration{}, changed: make(chan struct{})}
+		running: map[int]*memUnit{}, waiting: map[int]time.Time{}, waited: map[int]time.Duration{}, changed: make(chan struct{}),
+		oomKills: memory.OOMCounter()}
 	log := rs.cfg.logger
 	switch b := rs.cfg.memory.budget; {
 	case b > 0:
@@ -332,7 +336,7 @@ func (m *memGate) run(ctx context.Context, i int, fn func(context.Context, int) 
 	var use memUse
 	for attempt := 0; ; attempt++ {
 		m.begin(i)
-		kills, countable := memory.OOMKills()
+		kills, countable := m.oomKills()
 		err := fn(ctx, i)
 		p, others := m.end(i)
 		use.peak = max(use.peak, p)
@@ -393,7 +397,7 @@ func (m *memGate) oomKilled(err error, before int64) bool {
 	if !errors.As(err, &te) {
 		return false
 	}
-	after, ok := memory.OOMKills()
+	after, ok := m.oomKills()
 	if !ok || after <= before {
 		return false
 	}

@@ -44,10 +44,10 @@
 //     WalkSoon asks for a walk at once. NewWatchWalking walks only every
 //     walkEvery-th sample (Add's and WalkSoon's always walk); the others
 //     read the processes the last walk found, one file each.
-//   - OOMKills reads the count of the kernel's OOM kills in this
+//   - OOMCounter reads the count of the kernel's OOM kills in this
 //     process's memory cgroup (v1: memory.oom_control's oom_kill; v2:
 //     memory.events' oom_kill, which counts the cgroup's descendants too),
 //     else the machine's (/proc/vmstat oom_kill). It only ever grows: a
 //     rise between two readings means the kernel killed a process for
-//     memory in between.
+//     memory in between. The cgroup is found once per counter.
 package memory

@@ -248,17 +248,29 @@ func statValue(b []byte, key string) int64 {
 	return -1
 }
 
-// OOMKills returns how many processes the kernel's OOM killer has killed
-// in this process's memory cgroup (v1: memory.oom_control; v2:
-// memory.events, the cgroup's descendants included), or on the machine
-// (/proc/vmstat) when the cgroup gives no count; ok is false when
-// neither can be read.
-func OOMKills() (n int64, ok bool) {
-	if dir, v2 := cgroupDir(); dir != "" {
-		if n, ok := cgroupOOMKills(dir, v2); ok {
-			return n, true
+// OOMCounter returns a function that reads how many processes the
+// kernel's OOM killer has killed in this process's memory cgroup (v1:
+// memory.oom_control; v2: memory.events, the cgroup's descendants
+// included), or on the machine (/proc/vmstat) when the cgroup gives no
+// count; ok is false when neither can be read. The cgroup is found once,
+// when OOMCounter is called: finding it reads /proc/self/cgroup and the
+// mount table, which cost more than the count itself, and a Run reads
+// the count before and after each unit while its process stays where it
+// is.
+func OOMCounter() func() (n int64, ok bool) {
+	dir, v2 := cgroupDir()
+	return func() (int64, bool) {
+		if dir != "" {
+			if n, ok := cgroupOOMKills(dir, v2); ok {
+				return n, true
+			}
 		}
+		return machineOOMKills()
 	}
+}
+
+// machineOOMKills is the machine's count of OOM kills (/proc/vmstat).
+func machineOOMKills() (n int64, ok bool) {
 	b, err := os.ReadFile("/proc/vmstat")
 	if err != nil {
 		return 0, false

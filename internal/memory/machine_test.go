@@ -85,11 +85,11 @@ func TestCgroupLimitV1TakesTheHierarchicalLimit(t *testing.T) {
 	require.Equal(t, int64(2<<30), cgroupLimit(d, false))
 }
 
-func TestOOMKillsReadsACounter(t *testing.T) {
+func TestOOMCounterReadsACounter(t *testing.T) {
 	if _, err := os.Stat("/proc/vmstat"); err != nil {
 		t.Skip("no /proc/vmstat on this platform")
 	}
-	n, ok := OOMKills()
+	n, ok := OOMCounter()()
 	require.True(t, ok, "this kernel counts OOM kills (memory.oom_control, memory.events or /proc/vmstat)")
 	require.GreaterOrEqual(t, n, int64(0))
 }
