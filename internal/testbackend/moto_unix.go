@@ -62,13 +62,14 @@ type Moto struct {
 	client   *http.Client
 }
 
-// StartMoto starts moto_server on 127.0.0.1 at a free port for the test
-// and stops it when the test ends. It is found on PATH, else run as
-// "python3 -m moto.server"; when neither works the test is skipped with a
+// StartMoto starts a moto server on 127.0.0.1 at a free port for the
+// test and stops it when the test ends. It runs moto_server's own app
+// through the python3 on PATH (see motoLauncher), serving one request at
+// a time; when that python3 cannot import moto the test is skipped with a
 // message naming moto_server, except under CI=true, where it fails.
 func StartMoto(tb testing.TB) *Moto {
 	tb.Helper()
-	argv, err := findMoto()
+	py, err := findMoto()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			tb.Fatalf("testbackend: moto_server is required under CI=true: %v", err)
@@ -77,7 +78,7 @@ func StartMoto(tb testing.TB) *Moto {
 	}
 	var m *Moto
 	for attempt := 1; ; attempt++ {
-		m, err = startMoto(argv)
+		m, err = startMoto(py)
 		if err == nil || attempt == motoAttempts {
 			break
 		}
@@ -96,29 +97,60 @@ func StartMoto(tb testing.TB) *Moto {
 	return m
 }
 
-// findMoto returns the command that starts a moto server.
-func findMoto() ([]string, error) {
-	if p, err := exec.LookPath("moto_server"); err == nil {
-		return []string{p}, nil
-	}
+// motoLauncher builds the app moto_server builds (moto/server.py: a
+// DomainDispatcherApplication over create_backend_app, debug on, MOTO_PORT
+// set) and serves it with werkzeug's run_simple on the host and port given
+// as arguments, as moto_server -H HOST -p PORT would, except threaded=False
+// where moto_server passes threaded=True. moto is not designed for
+// multithreaded access (its FAQ says so), yet a Run's engines call one
+// server at once; a CI run of TestS3Backend saw OpenTofu's release of its
+// DynamoDB lock fail with ConditionalCheckFailedException. Serving one
+// request at a time takes concurrent access to moto's state out of the
+// picture. It does not stall keep-alive clients: werkzeug answers every
+// response with "Connection: close" and closes the connection (threaded or
+// not; Python's http.server cannot drain a kept-alive stream), so no idle
+// pooled connection of an engine can hold the one thread
+// (TestMotoClosesEachConnection checks it). The handler's timeout
+// (motoRequest) bounds how long a client that stalls mid-request can.
+const motoLauncher = `
+import os, sys
+from werkzeug.serving import WSGIRequestHandler, run_simple
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+host, port = sys.argv[1], int(sys.argv[2])
+os.environ.setdefault("MOTO_PORT", str(port))
+
+class Handler(WSGIRequestHandler):
+    timeout = %d
+
+app = DomainDispatcherApplication(create_backend_app)
+app.debug = True
+run_simple(host, port, app, threaded=False, request_handler=Handler)
+`
+
+// findMoto returns the python3 that can run motoLauncher. moto_server on
+// PATH is often a pyenv shim, not the interpreter, so the check is that
+// python3 imports moto.server (which imports werkzeug and moto's app).
+func findMoto() (string, error) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		return nil, errors.New("moto_server is not on PATH and there is no python3")
+		return "", errors.New("there is no python3 on PATH")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), motoRequest)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, py, "-c", "import moto.server").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("moto_server is not on PATH and python3 cannot import moto.server: %v: %s", err, bytes.TrimSpace(out))
+		return "", fmt.Errorf("%s cannot import moto.server: %v: %s", py, err, bytes.TrimSpace(out))
 	}
-	return []string{py, "-m", "moto.server"}, nil
+	return py, nil
 }
 
-func startMoto(argv []string) (*Moto, error) {
+func startMoto(py string) (*Moto, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(argv[0], append(argv[1:], "-H", "127.0.0.1", "-p", strconv.Itoa(port))...)
+	launcher := fmt.Sprintf(motoLauncher, int(motoRequest/time.Second))
+	cmd := exec.Command(py, "-c", launcher, "127.0.0.1", strconv.Itoa(port))
 	cmd.Dir = os.TempDir()
 	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -131,7 +163,7 @@ func startMoto(argv []string) (*Moto, error) {
 	_ = pw.Close() // the server holds its own copy; EOF comes when it exits
 	if err != nil {
 		_ = pr.Close()
-		return nil, fmt.Errorf("start moto_server: %w", err)
+		return nil, fmt.Errorf("start moto: %w", err)
 	}
 	m := &Moto{cmd: cmd, exited: make(chan struct{}), log: newServerLog(pr), client: &http.Client{Timeout: motoRequest}}
 	go func() {
@@ -143,11 +175,11 @@ func startMoto(argv []string) (*Moto, error) {
 	line, err := m.log.wait(ctx, motoRunning.MatchString)
 	if err != nil {
 		_ = m.stop()
-		return nil, fmt.Errorf("moto_server did not listen on 127.0.0.1:%d (%v):\n%s", port, err, m.log.tail(20))
+		return nil, fmt.Errorf("moto did not listen on 127.0.0.1:%d (%v):\n%s", port, err, m.log.tail(20))
 	}
 	if got := motoRunning.FindStringSubmatch(line)[1]; got != strconv.Itoa(port) {
 		_ = m.stop()
-		return nil, fmt.Errorf("moto_server reports port %s, asked for %d", got, port)
+		return nil, fmt.Errorf("moto reports port %s, asked for %d", got, port)
 	}
 	m.endpoint = "http://127.0.0.1:" + strconv.Itoa(port)
 	return m, nil
@@ -160,7 +192,7 @@ func (m *Moto) stop() error {
 	case <-m.exited:
 		return nil
 	case <-time.After(motoStop):
-		return fmt.Errorf("moto_server (pid %d) did not exit within %s of SIGKILL", m.cmd.Process.Pid, motoStop)
+		return fmt.Errorf("moto (pid %d) did not exit within %s of SIGKILL", m.cmd.Process.Pid, motoStop)
 	}
 }
 
