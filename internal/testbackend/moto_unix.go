@@ -65,25 +65,29 @@ type Moto struct {
 // StartMoto starts a moto server on 127.0.0.1 at a free port for the
 // test and stops it when the test ends. It runs moto_server's own app
 // through the python3 on PATH (see motoLauncher), serving one request at
-// a time; when that python3 cannot import moto the test is skipped with a
-// message naming moto_server, except under CI=true, where it fails.
+// a time; when there is no python3 or it cannot import moto's server the
+// test is skipped with a message naming moto_server, except under
+// CI=true, where it fails.
 func StartMoto(tb testing.TB) *Moto {
 	tb.Helper()
-	py, err := findMoto()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("testbackend: moto_server is required under CI=true: %v", err)
-		}
-		tb.Skipf("skipping: moto_server is not available (%v); install it (pip install 'moto[server]') to run this test", err)
-	}
 	var m *Moto
-	for attempt := 1; ; attempt++ {
-		m, err = startMoto(py)
-		if err == nil || attempt == motoAttempts {
-			break
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		err = fmt.Errorf("%w: there is no python3 on PATH", errNoMoto)
+	} else {
+		for attempt := 1; ; attempt++ {
+			m, err = startMoto(py)
+			if err == nil || errors.Is(err, errNoMoto) || attempt == motoAttempts {
+				break
+			}
 		}
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, errNoMoto) && os.Getenv("CI") != "true":
+		tb.Skipf("skipping: moto_server is not available (%v); install it (pip install 'moto[server]') to run this test", err)
+	case errors.Is(err, errNoMoto):
+		tb.Fatalf("testbackend: moto_server is required under CI=true: %v", err)
+	case err != nil:
 		tb.Fatalf("testbackend: %v", err)
 	}
 	tb.Cleanup(func() {
@@ -114,8 +118,12 @@ func StartMoto(tb testing.TB) *Moto {
 // (motoRequest) bounds how long a client that stalls mid-request can.
 const motoLauncher = `
 import os, sys
-from werkzeug.serving import WSGIRequestHandler, run_simple
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+try:
+    from werkzeug.serving import WSGIRequestHandler, run_simple
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+except ImportError as e:
+    print("cannot import moto's server:", e)
+    sys.exit(%d)
 
 host, port = sys.argv[1], int(sys.argv[2])
 os.environ.setdefault("MOTO_PORT", str(port))
@@ -128,28 +136,22 @@ app.debug = True
 run_simple(host, port, app, threaded=False, request_handler=Handler)
 `
 
-// findMoto returns the python3 that can run motoLauncher. moto_server on
-// PATH is often a pyenv shim, not the interpreter, so the check is that
-// python3 imports moto.server (which imports werkzeug and moto's app).
-func findMoto() (string, error) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		return "", errors.New("there is no python3 on PATH")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), motoRequest)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, py, "-c", "import moto.server").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%s cannot import moto.server: %v: %s", py, err, bytes.TrimSpace(out))
-	}
-	return py, nil
-}
+// errNoMoto says there is no python3 that can run motoLauncher, or moto's
+// server (moto, werkzeug, flask) is not installed for it. moto_server on
+// PATH is often a pyenv shim, not the interpreter, so the python3 on PATH
+// is what runs the launcher; the launcher's own imports are the check,
+// which spares a second interpreter start for each server.
+var errNoMoto = errors.New("moto cannot run")
+
+// motoNoModule is the launcher's exit status when its imports fail.
+const motoNoModule = 3
 
 func startMoto(py string) (*Moto, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	launcher := fmt.Sprintf(motoLauncher, int(motoRequest/time.Second))
+	launcher := fmt.Sprintf(motoLauncher, motoNoModule, int(motoRequest/time.Second))
 	cmd := exec.Command(py, "-c", launcher, "127.0.0.1", strconv.Itoa(port))
 	cmd.Dir = os.TempDir()
 	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
@@ -174,7 +176,9 @@ func startMoto(py string) (*Moto, error) {
 	defer cancel()
 	line, err := m.log.wait(ctx, motoRunning.MatchString)
 	if err != nil {
-		_ = m.stop()
+		if m.stop() == nil && m.cmd.ProcessState.ExitCode() == motoNoModule {
+			return nil, fmt.Errorf("%w for %s: %s", errNoMoto, py, m.log.tail(5))
+		}
 		return nil, fmt.Errorf("moto did not listen on 127.0.0.1:%d (%v):\n%s", port, err, m.log.tail(20))
 	}
 	if got := motoRunning.FindStringSubmatch(line)[1]; got != strconv.Itoa(port) {
