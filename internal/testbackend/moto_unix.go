@@ -107,15 +107,19 @@ func StartMoto(tb testing.TB) *Moto {
 // as arguments, as moto_server -H HOST -p PORT would, except threaded=False
 // where moto_server passes threaded=True. moto is not designed for
 // multithreaded access (its FAQ says so), yet a Run's engines call one
-// server at once; a CI run of TestS3Backend saw OpenTofu's release of its
-// DynamoDB lock fail with ConditionalCheckFailedException. Serving one
-// request at a time takes concurrent access to moto's state out of the
-// picture. It does not stall keep-alive clients: werkzeug answers every
+// server at once, and a CI run of TestS3Backend saw OpenTofu's release of
+// its DynamoDB lock fail with ConditionalCheckFailedException. A stress of
+// concurrent locks did not reproduce that failure (TestMotoConcurrentLocks
+// passed against the threaded server too), so this removes the concurrent
+// access moto documents it cannot take, not a race seen here.
+//
+// One thread does not stall keep-alive clients: werkzeug answers every
 // response with "Connection: close" and closes the connection (threaded or
 // not; Python's http.server cannot drain a kept-alive stream), so no idle
-// pooled connection of an engine can hold the one thread
+// pooled connection of an engine can hold the thread
 // (TestMotoClosesEachConnection checks it). The handler's timeout
-// (motoRequest) bounds how long a client that stalls mid-request can.
+// (motoRequest) bounds how long a client that stalls mid-request can hold
+// it.
 const motoLauncher = `
 import os, sys
 try:
