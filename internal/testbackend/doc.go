@@ -64,11 +64,16 @@
 // # S3 and DynamoDB (StartMoto)
 //
 // Guarantees:
-//   - moto_server (from PATH, else python3 -m moto.server) listens on
-//     127.0.0.1 at a free port (tried three times); its start is awaited
-//     by its own "Running on" line, within a minute. When moto cannot be
-//     found the test is skipped naming moto_server, except under CI=true,
-//     where it fails.
+//   - moto_server's app, run by the python3 on PATH, listens on 127.0.0.1
+//     at a free port (tried three times); its start is awaited by its own
+//     "Running on" line, within a minute. When there is no python3 or it
+//     cannot import moto's server the test is skipped naming moto_server,
+//     except under CI=true, where it fails.
+//   - The server handles one request at a time (moto is not designed for
+//     concurrent access) and closes each connection after its response,
+//     so concurrent engines are served in turn and no idle keep-alive
+//     connection holds it; a client stalled mid-request holds it for at
+//     most 30 s.
 //   - BackendJSON configures the s3 backend with the server as its S3 and
 //     DynamoDB endpoint, path-style addressing, fixed test credentials and
 //     no AWS account or metadata lookups, locking with the DynamoDB table

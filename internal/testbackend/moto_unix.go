@@ -62,27 +62,32 @@ type Moto struct {
 	client   *http.Client
 }
 
-// StartMoto starts moto_server on 127.0.0.1 at a free port for the test
-// and stops it when the test ends. It is found on PATH, else run as
-// "python3 -m moto.server"; when neither works the test is skipped with a
-// message naming moto_server, except under CI=true, where it fails.
+// StartMoto starts a moto server on 127.0.0.1 at a free port for the
+// test and stops it when the test ends. It runs moto_server's own app
+// through the python3 on PATH (see motoLauncher), serving one request at
+// a time; when there is no python3 or it cannot import moto's server the
+// test is skipped with a message naming moto_server, except under
+// CI=true, where it fails.
 func StartMoto(tb testing.TB) *Moto {
 	tb.Helper()
-	argv, err := findMoto()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("testbackend: moto_server is required under CI=true: %v", err)
-		}
-		tb.Skipf("skipping: moto_server is not available (%v); install it (pip install 'moto[server]') to run this test", err)
-	}
 	var m *Moto
-	for attempt := 1; ; attempt++ {
-		m, err = startMoto(argv)
-		if err == nil || attempt == motoAttempts {
-			break
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		err = fmt.Errorf("%w: there is no python3 on PATH", errNoMoto)
+	} else {
+		for attempt := 1; ; attempt++ {
+			m, err = startMoto(py)
+			if err == nil || errors.Is(err, errNoMoto) || attempt == motoAttempts {
+				break
+			}
 		}
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, errNoMoto) && os.Getenv("CI") != "true":
+		tb.Skipf("skipping: moto_server is not available (%v); install it (pip install 'moto[server]') to run this test", err)
+	case errors.Is(err, errNoMoto):
+		tb.Fatalf("testbackend: moto_server is required under CI=true: %v", err)
+	case err != nil:
 		tb.Fatalf("testbackend: %v", err)
 	}
 	tb.Cleanup(func() {
@@ -96,29 +101,62 @@ func StartMoto(tb testing.TB) *Moto {
 	return m
 }
 
-// findMoto returns the command that starts a moto server.
-func findMoto() ([]string, error) {
-	if p, err := exec.LookPath("moto_server"); err == nil {
-		return []string{p}, nil
-	}
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		return nil, errors.New("moto_server is not on PATH and there is no python3")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), motoRequest)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, py, "-c", "import moto.server").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("moto_server is not on PATH and python3 cannot import moto.server: %v: %s", err, bytes.TrimSpace(out))
-	}
-	return []string{py, "-m", "moto.server"}, nil
-}
+// motoLauncher builds the app moto_server builds (moto/server.py: a
+// DomainDispatcherApplication over create_backend_app, debug on, MOTO_PORT
+// set) and serves it with werkzeug's run_simple on the host and port given
+// as arguments, as moto_server -H HOST -p PORT would, except threaded=False
+// where moto_server passes threaded=True. moto is not designed for
+// multithreaded access (its FAQ says so), yet a Run's engines call one
+// server at once, and a CI run of TestS3Backend saw OpenTofu's release of
+// its DynamoDB lock fail with ConditionalCheckFailedException. A stress of
+// concurrent locks did not reproduce that failure (TestMotoConcurrentLocks
+// passed against the threaded server too), so this removes the concurrent
+// access moto documents it cannot take, not a race seen here.
+//
+// One thread does not stall keep-alive clients: werkzeug answers every
+// response with "Connection: close" and closes the connection (threaded or
+// not; Python's http.server cannot drain a kept-alive stream), so no idle
+// pooled connection of an engine can hold the thread
+// (TestMotoClosesEachConnection checks it). The handler's timeout
+// (motoRequest) bounds how long a client that stalls mid-request can hold
+// it.
+const motoLauncher = `
+import os, sys
+try:
+    from werkzeug.serving import WSGIRequestHandler, run_simple
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+except ImportError as e:
+    print("cannot import moto's server:", e)
+    sys.exit(%d)
 
-func startMoto(argv []string) (*Moto, error) {
+host, port = sys.argv[1], int(sys.argv[2])
+os.environ.setdefault("MOTO_PORT", str(port))
+
+class Handler(WSGIRequestHandler):
+    timeout = %d
+
+app = DomainDispatcherApplication(create_backend_app)
+app.debug = True
+run_simple(host, port, app, threaded=False, request_handler=Handler)
+`
+
+// errNoMoto says there is no python3 that can run motoLauncher, or moto's
+// server (moto, werkzeug, flask) is not installed for it. moto_server on
+// PATH is often a pyenv shim, not the interpreter, so the python3 on PATH
+// is what runs the launcher; the launcher's own imports are the check,
+// which spares a second interpreter start for each server.
+var errNoMoto = errors.New("moto cannot run")
+
+// motoNoModule is the launcher's exit status when its imports fail.
+const motoNoModule = 3
+
+func startMoto(py string) (*Moto, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(argv[0], append(argv[1:], "-H", "127.0.0.1", "-p", strconv.Itoa(port))...)
+	launcher := fmt.Sprintf(motoLauncher, motoNoModule, int(motoRequest/time.Second))
+	cmd := exec.Command(py, "-c", launcher, "127.0.0.1", strconv.Itoa(port))
 	cmd.Dir = os.TempDir()
 	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -131,7 +169,7 @@ func startMoto(argv []string) (*Moto, error) {
 	_ = pw.Close() // the server holds its own copy; EOF comes when it exits
 	if err != nil {
 		_ = pr.Close()
-		return nil, fmt.Errorf("start moto_server: %w", err)
+		return nil, fmt.Errorf("start moto: %w", err)
 	}
 	m := &Moto{cmd: cmd, exited: make(chan struct{}), log: newServerLog(pr), client: &http.Client{Timeout: motoRequest}}
 	go func() {
@@ -142,12 +180,14 @@ func startMoto(argv []string) (*Moto, error) {
 	defer cancel()
 	line, err := m.log.wait(ctx, motoRunning.MatchString)
 	if err != nil {
-		_ = m.stop()
-		return nil, fmt.Errorf("moto_server did not listen on 127.0.0.1:%d (%v):\n%s", port, err, m.log.tail(20))
+		if m.stop() == nil && m.cmd.ProcessState.ExitCode() == motoNoModule {
+			return nil, fmt.Errorf("%w for %s: %s", errNoMoto, py, m.log.tail(5))
+		}
+		return nil, fmt.Errorf("moto did not listen on 127.0.0.1:%d (%v):\n%s", port, err, m.log.tail(20))
 	}
 	if got := motoRunning.FindStringSubmatch(line)[1]; got != strconv.Itoa(port) {
 		_ = m.stop()
-		return nil, fmt.Errorf("moto_server reports port %s, asked for %d", got, port)
+		return nil, fmt.Errorf("moto reports port %s, asked for %d", got, port)
 	}
 	m.endpoint = "http://127.0.0.1:" + strconv.Itoa(port)
 	return m, nil
@@ -160,7 +200,7 @@ func (m *Moto) stop() error {
 	case <-m.exited:
 		return nil
 	case <-time.After(motoStop):
-		return fmt.Errorf("moto_server (pid %d) did not exit within %s of SIGKILL", m.cmd.Process.Pid, motoStop)
+		return fmt.Errorf("moto (pid %d) did not exit within %s of SIGKILL", m.cmd.Process.Pid, motoStop)
 	}
 }
 
