@@ -120,12 +120,12 @@ func (lk *instanceLock) release() error {
 // noteAt on, padded with spaces to noteSize (or the next multiple of it
 // for a very long host name), so that replacing a note, and blanking it,
 // rewrites the same bytes in place: no file is created, renamed or
-// removed per lock (a separate note file cost about 0.4 ms of CPU a
-// lock on the development machine's ext4). Byte 0 is never written or read: it is the
-// range a Windows lock covers, and Windows locks are mandatory. A reader
-// may meet a note being rewritten; it then sees no holder (as it does
-// before the first note) and reads again on its next poll. The note is
-// diagnostics only: the flock alone is the lock.
+// removed per lock (a separate note file cost about 0.4 ms of CPU a lock
+// on the development machine's ext4). Byte 0 is never written or read:
+// it is the range a Windows lock covers, and Windows locks are
+// mandatory. A reader may meet a note being rewritten; it then sees no
+// holder (as it does before the first note) and reads again on its next
+// poll. The note is diagnostics only: the flock alone is the lock.
 const (
 	noteAt   = 1
 	noteSize = 512
