@@ -24,13 +24,17 @@ import (
 // of its process until its process tree (sampled by the unit's memory
 // watch, the CPU time of terraform, its providers and provisioners) is
 // measured below busyThreshold in idleSamples samples in a row, and
-// again whenever a later sample measures it above. Sampling cannot see
-// the future: a unit that was idle and becomes busy again (an apply
-// that resumes after its cloud answered) counts from then on, beside
-// the units started meanwhile. A unit whose process waits on the
-// network, a lock or a provisioner's sleep holds no core. A unit's
-// process never waits for a core while no unit is busy, so the gate
-// cannot hold a Run back for good; it only orders starts, earliest
+// again whenever a later sample measures it above. A sample measures a
+// span the process ran through (memory.Watch.OnSample): none comes for
+// a span before the process starts, as it starts (it has used no clock
+// tick yet) or after it ended, so a unit admitted to start a process
+// keeps its core until the process itself was measured idle, or ended.
+// Sampling cannot see the future: a unit that was idle and becomes busy
+// again (an apply that resumes after its cloud answered) counts from
+// then on, beside the units started meanwhile. A unit whose process
+// waits on the network, a lock or a provisioner's sleep holds no core.
+// A unit's process never waits for a core while no unit is busy, so the
+// gate cannot hold a Run back for good; it only orders starts, earliest
 // unit first (ahead).
 type cpuGate struct {
 	rs    *runState

@@ -34,9 +34,14 @@
 //     processes seen in both, and all of a process's new since, over
 //     the wall time between): a process that ends is not a drop, so a
 //     tree waiting on the network measures near zero and one busy
-//     loading providers near a core per busy process. A root is named
-//     by its PID and start time: once that process ends, a later process
-//     that reuses the PID is never counted. Stop joins its goroutine.
+//     loading providers near a core per busy process. Only a span that
+//     each running root ran through is measured: no figure until a root
+//     has been watched for 50 ms or more since its Add (a process that
+//     just started has no clock tick yet, busy or not), none while no
+//     root runs, so an idle figure is always one of a running process.
+//     A root is named by its PID and start time: once that process
+//     ends, a later process that reuses the PID is never counted. Stop
+//     joins its goroutine.
 //     With Quick on, the processes the last walk found are also read
 //     every cpuEvery in between (one file each), the cores measured over
 //     the last 50 ms or more; such a sample is marked as not whole, since

@@ -159,7 +159,8 @@ type Watch struct {
 	// marks are the CPU time of each process at recent samples, oldest
 	// first: a sample's cores used are what the processes used since the
 	// newest mark at least minSpan old (in both: a process that ended is
-	// not counted as a drop, one new since is counted from its start).
+	// not counted as a drop, one new since is counted from its start),
+	// provided every root the sample read was read at that mark too.
 	marks    []cpuMark
 	cores    float64
 	measured bool
@@ -176,10 +177,12 @@ type root struct {
 	start uint64
 }
 
-// cpuMark is the CPU time of each process of the trees at one moment.
+// cpuMark is the CPU time of each process of the trees at one moment,
+// and the roots that were running then.
 type cpuMark struct {
-	at  time.Time
-	cpu map[int]time.Duration
+	at    time.Time
+	cpu   map[int]time.Duration
+	roots []root
 }
 
 // NewWatch starts sampling every interval (DefaultInterval when <= 0);
@@ -234,12 +237,17 @@ func NewWatchWalking(interval time.Duration, walkEvery int, cpuEvery time.Durati
 }
 
 // OnSample has f called after every sample that measured the cores the
-// trees used (not the first: it has nothing to compare with), with
-// whether the sample walked the trees: one that did not (a Quick one)
-// read only the processes found before, so it cannot see a process
-// started since, and a tree it measures idle may be busy in a new child
-// (WalkSoon tells). f runs while the sample holds the Watch; it must not
-// call Sample. Set it before the first Add.
+// trees used, with whether the sample walked the trees. A sample
+// measures only a span that each running root ran through, watched
+// from its start: none in the first minSpan after a root's Add (a
+// process just started has used no clock tick yet, whatever it is
+// about to do), none while no root runs (before the first Add, once
+// the roots ended), so an idle figure is always one of a running
+// process. A sample that did not walk (a Quick one) read only the
+// processes found before, so it cannot see a process started since,
+// and a tree it measures idle may be busy in a new child (WalkSoon
+// tells). f runs while the sample holds the Watch; it must not call
+// Sample. Set it before the first Add.
 func (w *Watch) OnSample(f func(cores float64, whole bool)) {
 	w.mu.Lock()
 	w.onSample = f
@@ -290,6 +298,7 @@ func (w *Watch) sample(whole bool) {
 	var sum int64
 	gone := map[root]bool{}
 	cpu := map[int]time.Duration{}
+	var live []root // the roots this sample read: running
 	if whole {
 		known = nil
 		for _, r := range roots {
@@ -300,7 +309,11 @@ func (w *Watch) sample(whole bool) {
 			for _, p := range Tree(r.pid) {
 				sum += p.RSS
 				cpu[p.PID] = p.CPU
-				known = append(known, root{pid: p.PID, start: p.start})
+				k := root{pid: p.PID, start: p.start}
+				known = append(known, k)
+				if k == r {
+					live = append(live, r)
+				}
 			}
 		}
 	} else {
@@ -308,6 +321,9 @@ func (w *Watch) sample(whole bool) {
 			if st, ok := readStat(k.pid); ok && st.start == k.start {
 				sum += st.rss
 				cpu[k.pid] = st.cpu
+				if slices.Contains(roots, k) {
+					live = append(live, k)
+				}
 			}
 		}
 	}
@@ -320,7 +336,7 @@ func (w *Watch) sample(whole bool) {
 	w.current = sum
 	w.peak = max(w.peak, sum)
 	f := w.onSample
-	w.marks = append(w.marks, cpuMark{at: now, cpu: cpu})
+	w.marks = append(w.marks, cpuMark{at: now, cpu: cpu, roots: live})
 	base := -1
 	for k := len(w.marks) - 2; k >= 0; k-- {
 		if now.Sub(w.marks[k].at) >= minSpan {
@@ -328,19 +344,32 @@ func (w *Watch) sample(whole bool) {
 			break
 		}
 	}
-	measured := base >= 0
-	if measured {
-		var used time.Duration
-		for pid, c := range cpu {
-			prev, seen := w.marks[base].cpu[pid]
-			if !seen || prev > c { // new since, or its PID reused: all of it is new
-				prev = 0
-			}
-			used += c - prev
+	// Only a span every running root ran through is measured: over a
+	// span that began before a root started, its first moments (no
+	// clock tick charged yet) would read as a whole span idle, and a
+	// span with no root running measures no process at all. Either
+	// would tell a scheduler that a unit whose process is starting, or
+	// about to start, waits on its cloud.
+	measured := false
+	if base >= 0 {
+		w.marks = w.marks[base:] // an older mark is never the newest minSpan old again
+		b := w.marks[0]
+		measured = len(live) > 0
+		for _, r := range live {
+			measured = measured && slices.Contains(b.roots, r)
 		}
-		w.cores = used.Seconds() / now.Sub(w.marks[base].at).Seconds()
-		w.measured = true
-		w.marks = w.marks[base:]
+		if measured {
+			var used time.Duration
+			for pid, c := range cpu {
+				prev, seen := b.cpu[pid]
+				if !seen || prev > c { // new since, or its PID reused: all of it is new
+					prev = 0
+				}
+				used += c - prev
+			}
+			w.cores = used.Seconds() / now.Sub(b.at).Seconds()
+			w.measured = true
+		}
 	}
 	cores := w.cores
 	w.mu.Unlock()

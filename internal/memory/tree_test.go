@@ -181,6 +181,63 @@ func TestWatchMeasuresCores(t *testing.T) {
 	require.Less(t, c, 0.1, "a process blocked on its stdin uses next to none (at most a stray tick or two over idleSpan)")
 }
 
+// TestWatchMeasuresOnlyARunningRootsOwnSpan: the cores are measured only
+// over a span each running root ran through. Not while no root runs,
+// before the first Add or after the root ended (there is no process to
+// measure), not at the root's Add (a process just started has used no
+// clock tick, busy or not): a scheduler would take any of these for a
+// process that waits. Once the root has been watched for minSpan, a
+// sample measures it. The root is a stopped shell, which uses no CPU at
+// all: that figure is exactly 0.
+func TestWatchMeasuresOnlyARunningRootsOwnSpan(t *testing.T) {
+	w := NewWatch(time.Hour, 0) // sampled by hand
+	defer w.Stop()
+	var got []float64
+	w.OnSample(func(c float64, _ bool) { got = append(got, c) })
+	// spanFrom waits out a measuring span from t0, not another goroutine.
+	spanFrom := func(t0 time.Time) { time.Sleep(time.Until(t0.Add(minSpan))) }
+
+	w.Sample()
+	spanFrom(time.Now())
+	w.Sample()
+	require.Empty(t, got, "a span with no root running was measured")
+
+	pid, stop := startStopped(t)
+	w.Add(pid)
+	added := time.Now()
+	require.Empty(t, got, "the sample at Add measured a span its root did not run through")
+	spanFrom(added)
+	w.Sample()
+	require.Equal(t, []float64{0}, got, "a stopped root measures idle over its own span")
+
+	stop()
+	spanFrom(time.Now())
+	w.Sample()
+	require.Len(t, got, 1, "a span after the root ended was measured")
+}
+
+// startStopped starts a shell that stops itself (SIGSTOP) and returns
+// once it has stopped: a process that uses no CPU until it is killed.
+func startStopped(t *testing.T) (pid int, stop func()) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", "kill -STOP $$")
+	require.NoError(t, cmd.Start())
+	var ws syscall.WaitStatus
+	_, err := syscall.Wait4(cmd.Process.Pid, &ws, syscall.WUNTRACED, nil) // reports the stop, reaps nothing
+	require.NoError(t, err)
+	require.True(t, ws.Stopped(), "the shell did not stop: %v", ws)
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	t.Cleanup(stop)
+	return cmd.Process.Pid, stop
+}
+
 // TestWatchCPUEvery: with cpuEvery, the cores a spinning process uses
 // are measured between the watch's walks of its tree (here an hour
 // apart), and its memory is kept too.
