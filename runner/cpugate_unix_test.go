@@ -197,7 +197,7 @@ func TestCoreGateKeepsTheCoreUntilItsProcessIsMeasured(t *testing.T) {
 	defer cancel()
 	w := memory.NewWatch(time.Hour, 0) // sampled by hand, where the unit's watch samples on its own
 	defer w.Stop()
-	w.OnSample(func(cores float64, whole bool) { gate.measured(0, cores, whole) })
+	w.OnSample(func(cores float64, whole, runnable bool) { gate.measured(0, cores, whole, runnable) })
 	gate.watch(0, w)
 	holds := func(msg string) {
 		t.Helper()

@@ -19,7 +19,8 @@ type Proc struct {
 	RSS int64         // bytes
 	CPU time.Duration // user and system time since it started
 
-	start uint64 // start time in clock ticks since boot: with PID, one process
+	start    uint64 // start time in clock ticks since boot: with PID, one process
+	runnable bool   // running or waiting for a core when read (see stat)
 }
 
 // Tree returns pid and every process under it, each with its resident
@@ -41,7 +42,7 @@ func Tree(pid int) []Proc {
 		if !ok {
 			continue
 		}
-		out = append(out, Proc{PID: p, RSS: st.rss, CPU: st.cpu, start: st.start})
+		out = append(out, Proc{PID: p, RSS: st.rss, CPU: st.cpu, start: st.start, runnable: st.runnable})
 		stack = append(stack, children(p)...)
 	}
 	return out
@@ -65,6 +66,10 @@ type stat struct {
 	rss   int64         // resident set, bytes (field 24)
 	cpu   time.Duration // utime + stime (fields 14 and 15)
 	start uint64        // start time in clock ticks since boot (field 22)
+	// runnable: the state (field 3) is R, running or waiting for a core,
+	// of the process's main thread. A process the machine starves of
+	// CPU is charged little CPU time, but it is runnable.
+	runnable bool
 }
 
 // readStat reads pid's /proc/PID/stat; false when it is gone. The
@@ -84,7 +89,8 @@ func readStat(pid int) (stat, bool) {
 		return stat{}, false
 	}
 	num := func(k int) int64 { n, _ := strconv.ParseInt(string(f[k-3]), 10, 64); return n }
-	return stat{rss: num(24) * pageSize, cpu: time.Duration(num(14)+num(15)) * clockTick, start: uint64(num(22))}, true
+	return stat{rss: num(24) * pageSize, cpu: time.Duration(num(14)+num(15)) * clockTick, start: uint64(num(22)),
+		runnable: string(f[0]) == "R"}, true
 }
 
 // children lists pid's children, from each of its threads (a child is
@@ -164,7 +170,7 @@ type Watch struct {
 	marks    []cpuMark
 	cores    float64
 	measured bool
-	onSample func(cores float64, whole bool)
+	onSample func(cores float64, whole, runnable bool)
 	walk     chan struct{} // WalkSoon: a whole sample at once
 	quick    atomic.Bool   // the samples every cpuEvery are on
 
@@ -246,9 +252,14 @@ func NewWatchWalking(interval time.Duration, walkEvery int, cpuEvery time.Durati
 // process. A sample that did not walk (a Quick one) read only the
 // processes found before, so it cannot see a process started since,
 // and a tree it measures idle may be busy in a new child (WalkSoon
-// tells). f runs while the sample holds the Watch; it must not call
-// Sample. Set it before the first Add.
-func (w *Watch) OnSample(f func(cores float64, whole bool)) {
+// tells). runnable says a process the sample read was running or
+// waiting for a core as it was read (its main thread): it wants a core
+// now, however little CPU time a machine with more runnable threads
+// than cores gave it over the span (a process starved for the span
+// measures the same 0 cores as one that waits on the network). f runs
+// while the sample holds the Watch; it must not call Sample. Set it
+// before the first Add.
+func (w *Watch) OnSample(f func(cores float64, whole, runnable bool)) {
 	w.mu.Lock()
 	w.onSample = f
 	w.mu.Unlock()
@@ -299,6 +310,7 @@ func (w *Watch) sample(whole bool) {
 	gone := map[root]bool{}
 	cpu := map[int]time.Duration{}
 	var live []root // the roots this sample read: running
+	runnable := false
 	if whole {
 		known = nil
 		for _, r := range roots {
@@ -309,6 +321,7 @@ func (w *Watch) sample(whole bool) {
 			for _, p := range Tree(r.pid) {
 				sum += p.RSS
 				cpu[p.PID] = p.CPU
+				runnable = runnable || p.runnable
 				k := root{pid: p.PID, start: p.start}
 				known = append(known, k)
 				if k == r {
@@ -321,6 +334,7 @@ func (w *Watch) sample(whole bool) {
 			if st, ok := readStat(k.pid); ok && st.start == k.start {
 				sum += st.rss
 				cpu[k.pid] = st.cpu
+				runnable = runnable || st.runnable
 				if slices.Contains(roots, k) {
 					live = append(live, k)
 				}
@@ -374,7 +388,7 @@ func (w *Watch) sample(whole bool) {
 	cores := w.cores
 	w.mu.Unlock()
 	if measured && f != nil {
-		f(cores, whole)
+		f(cores, whole, runnable)
 	}
 }
 

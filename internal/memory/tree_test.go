@@ -142,7 +142,7 @@ func TestWatchMeasuresCores(t *testing.T) {
 	defer busyW.Stop()
 	defer idleW.Stop()
 	var got []float64
-	busyW.OnSample(func(c float64, whole bool) {
+	busyW.OnSample(func(c float64, whole, _ bool) {
 		require.True(t, whole, "Sample walks the trees")
 		got = append(got, c)
 	})
@@ -193,7 +193,7 @@ func TestWatchMeasuresOnlyARunningRootsOwnSpan(t *testing.T) {
 	w := NewWatch(time.Hour, 0) // sampled by hand
 	defer w.Stop()
 	var got []float64
-	w.OnSample(func(c float64, _ bool) { got = append(got, c) })
+	w.OnSample(func(c float64, _, _ bool) { got = append(got, c) })
 	// spanFrom waits out a measuring span from t0, not another goroutine.
 	spanFrom := func(t0 time.Time) { time.Sleep(time.Until(t0.Add(minSpan))) }
 
@@ -214,6 +214,30 @@ func TestWatchMeasuresOnlyARunningRootsOwnSpan(t *testing.T) {
 	spanFrom(time.Now())
 	w.Sample()
 	require.Len(t, got, 1, "a span after the root ended was measured")
+}
+
+// TestWatchTellsARunnableTree: a sample says whether a process of the
+// trees was running or waiting for a core as it was read: always for a
+// shell spinning in a loop (however little CPU time a loaded machine
+// gives it over the span), never for a stopped one.
+func TestWatchTellsARunnableTree(t *testing.T) {
+	spin := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	require.NoError(t, spin.Start())
+	t.Cleanup(func() { _ = spin.Process.Kill(); _ = spin.Wait() })
+	stopped, _ := startStopped(t)
+	for _, c := range []struct {
+		pid  int
+		want bool
+	}{{spin.Process.Pid, true}, {stopped, false}} {
+		w := NewWatch(time.Hour, 0) // sampled by hand
+		var got []bool
+		w.OnSample(func(_ float64, _, runnable bool) { got = append(got, runnable) })
+		w.Add(c.pid)
+		time.Sleep(minSpan) // waits out a measuring span, not another goroutine
+		w.Sample()
+		w.Stop()
+		require.Equal(t, []bool{c.want}, got, "pid %d", c.pid)
+	}
 }
 
 // startStopped starts a shell that stops itself (SIGSTOP) and returns
@@ -250,7 +274,7 @@ func TestWatchCPUEvery(t *testing.T) {
 	defer w.Stop()
 	w.Quick(true)
 	measured := make(chan float64, 1)
-	w.OnSample(func(c float64, whole bool) {
+	w.OnSample(func(c float64, whole, _ bool) {
 		if whole {
 			return // only the walk in Add: an hour apart
 		}
@@ -297,7 +321,7 @@ func TestWatchWalkSoonFindsANewChild(t *testing.T) {
 	samples := make(chan sample, 1024)
 	w := NewWatch(time.Hour, 5*time.Millisecond)
 	defer w.Stop()
-	w.OnSample(func(c float64, whole bool) { samples <- sample{c, whole} })
+	w.OnSample(func(c float64, whole, _ bool) { samples <- sample{c, whole} })
 	w.Quick(true)
 	w.Add(parent.Process.Pid) // the walk: the parent alone
 	_, err = io.WriteString(in, "go\n")
@@ -396,7 +420,7 @@ func TestWatchWalkingWalksEveryNthSample(t *testing.T) {
 	w := NewWatchWalking(20*time.Millisecond, 3, 0)
 	defer w.Stop()
 	flags := make(chan bool, 100)
-	w.OnSample(func(_ float64, whole bool) {
+	w.OnSample(func(_ float64, whole, _ bool) {
 		select {
 		case flags <- whole:
 		default:
