@@ -23,15 +23,22 @@ import (
 // Busy is measured, never assumed: a unit counts as busy from the start
 // of its process until its process tree (sampled by the unit's memory
 // watch, the CPU time of terraform, its providers and provisioners) is
-// measured below busyThreshold in idleSamples samples in a row, and
-// again whenever a later sample measures it above. Sampling cannot see
-// the future: a unit that was idle and becomes busy again (an apply
-// that resumes after its cloud answered) counts from then on, beside
-// the units started meanwhile. A unit whose process waits on the
-// network, a lock or a provisioner's sleep holds no core. A unit's
-// process never waits for a core while no unit is busy, so the gate
-// cannot hold a Run back for good; it only orders starts, earliest
-// unit first (ahead).
+// measured below busyThreshold, with none of its processes runnable, in
+// idleSamples samples in a row, and again whenever a later sample
+// measures it above or finds a process of it runnable (a spinning
+// provisioner that a loaded machine starves of CPU for a span is
+// charged no CPU time, but it is runnable whenever it is read). A
+// sample measures a span the process ran through (memory.Watch's
+// OnSample): none comes for a span before the process starts, as it
+// starts (it has used no clock tick yet) or after it ended, so a unit
+// admitted to start a process keeps its core until the process itself
+// was measured idle, or ended. Sampling cannot see the future: a unit
+// that was idle and becomes busy again (an apply that resumes after its
+// cloud answered) counts from then on, beside the units started
+// meanwhile. A unit whose process waits on the network, a lock or a
+// provisioner's sleep holds no core. A unit's process never waits for a
+// core while no unit is busy, so the gate cannot hold a Run back for
+// good; it only orders starts, earliest unit first (ahead).
 type cpuGate struct {
 	rs    *runState
 	cores int
@@ -189,16 +196,16 @@ const idleSamples = 1
 const gateSampleEvery = 20 * time.Millisecond
 
 // measured takes a sample of unit i's process tree: busy while it uses
-// busyThreshold or more of a core; after idleSamples samples below, the
-// unit's core is free for another unit. A quick sample (not whole: the
-// processes found before, not a new provisioner or plugin) that
-// measures the unit idle only asks for a walk of its tree at once: the
-// walk's sample decides.
-func (g *cpuGate) measured(i int, cores float64, whole bool) {
+// busyThreshold or more of a core or a process of it is runnable; after
+// idleSamples samples that say neither, the unit's core is free for
+// another unit. A quick sample (not whole: the processes found before,
+// not a new provisioner or plugin) that measures the unit idle only
+// asks for a walk of its tree at once: the walk's sample decides.
+func (g *cpuGate) measured(i int, cores float64, whole, runnable bool) {
 	if g == nil {
 		return
 	}
-	busy := cores >= busyThreshold()
+	busy := runnable || cores >= busyThreshold()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {

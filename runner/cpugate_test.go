@@ -54,10 +54,52 @@ func TestCoreGateFreedCoreGoesToTheEarliestUnit(t *testing.T) {
 	goes(1)                                  // c runs
 	ask(2)                                   // d asks, later than a and c
 	ask(0)                                   // a asks again: its apply
-	gate.measured(1, 0, true)                // c waits on its cloud: its core is free
+	gate.measured(1, 0, true, false)         // c waits on its cloud: its core is free
 	goes(0)                                  // to a, which first asked before d
 	waiting(2)
 	gate.release(0)
 	goes(2)
 	require.Positive(t, gate.waitedFor(0))
+}
+
+// TestCoreGateCountsARunnableUnitBusy: with one core, a sample that
+// measures the unit on it at no CPU while a process of it is runnable
+// (a spinning provisioner that a loaded machine starved for the span)
+// keeps the unit's core, and makes a unit measured idle before count
+// again; a sample that finds nothing runnable frees the core.
+func TestCoreGateCountsARunnableUnitBusy(t *testing.T) {
+	g, err := queue.New([]string{"a", "b"}, make([][]string, 2))
+	require.NoError(t, err)
+	waits := make(chan string, 10) // a unit began to wait for a core
+	rs := &runState{g: g, cfg: &config{coreGate: 1, coreGateSet: true}, em: &emitter{fn: func(ev Event) {
+		if ev.Phase == PhaseCPUWait && ev.CPUWait == 0 {
+			waits <- ev.Unit
+		}
+	}}}
+	gate := rs.newCPUGate()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	busy := func(i int) bool {
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		return gate.busy[i]
+	}
+
+	require.NoError(t, gate.acquire(ctx, 0))
+	gate.measured(0, 0, true, false) // a waits: its core is free
+	require.False(t, busy(0))
+	gate.measured(0, 0, true, true) // a's spinner, starved for the span
+	require.True(t, busy(0), "a runnable unit measured at no CPU was not counted busy again")
+	b := make(chan error, 1)
+	go func() { b <- gate.acquire(ctx, 1) }()
+	require.Equal(t, "b", <-waits)
+	gate.measured(0, 0, true, true)
+	require.True(t, busy(0), "a runnable unit measured at no CPU lost its core")
+	gate.measured(0, 0, true, false) // nothing of a runnable: a waits
+	select {
+	case err := <-b:
+		require.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("b never got the core a left")
+	}
 }

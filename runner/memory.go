@@ -215,7 +215,7 @@ func (m *memGate) begin(i int) *memory.Watch {
 	var w *memory.Watch
 	if g := m.rs.cpu; g != nil {
 		w = memory.NewWatch(memory.DefaultInterval, gateSampleEvery)
-		w.OnSample(func(cores float64, whole bool) { g.measured(i, cores, whole) })
+		w.OnSample(func(cores float64, whole, runnable bool) { g.measured(i, cores, whole, runnable) })
 		g.watch(i, w)
 	} else if m.budget > 0 {
 		w = memory.NewWatch(memory.DefaultInterval, 0)

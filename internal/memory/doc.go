@@ -27,16 +27,25 @@
 //     Resident memory is each process's resident set, summed: pages two
 //     processes share count twice, so the figure errs on the high side.
 //     One read of /proc/PID/stat per process gives its resident set, its
-//     CPU time and its start time.
+//     CPU time, its start time and its state.
 //   - A Watch samples the trees of the roots it is given at a fixed
 //     interval and keeps their current sum and its peak, and the cores
 //     they used over the last 50 ms or more of samples (the CPU time of the
 //     processes seen in both, and all of a process's new since, over
 //     the wall time between): a process that ends is not a drop, so a
 //     tree waiting on the network measures near zero and one busy
-//     loading providers near a core per busy process. A root is named
-//     by its PID and start time: once that process ends, a later process
-//     that reuses the PID is never counted. Stop joins its goroutine.
+//     loading providers near a core per busy process. Only a span that
+//     each running root ran through is measured: no figure until a root
+//     has been watched for 50 ms or more since its Add (a process that
+//     just started has no clock tick yet, busy or not), none while no
+//     root runs, so an idle figure is always one of a running process.
+//     Each sample also says whether a process it read was runnable
+//     (state R, of its main thread: running or waiting for a core): a
+//     process starved of CPU on a loaded machine is charged next to no
+//     CPU time, like one that waits, but only it is runnable. A root is
+//     named by its PID and start time: once that process ends, a later
+//     process that reuses the PID is never counted. Stop joins its
+//     goroutine.
 //     With Quick on, the processes the last walk found are also read
 //     every cpuEvery in between (one file each), the cores measured over
 //     the last 50 ms or more; such a sample is marked as not whole, since

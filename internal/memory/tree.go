@@ -19,7 +19,8 @@ type Proc struct {
 	RSS int64         // bytes
 	CPU time.Duration // user and system time since it started
 
-	start uint64 // start time in clock ticks since boot: with PID, one process
+	start    uint64 // start time in clock ticks since boot: with PID, one process
+	runnable bool   // running or waiting for a core when read (see stat)
 }
 
 // Tree returns pid and every process under it, each with its resident
@@ -41,7 +42,7 @@ func Tree(pid int) []Proc {
 		if !ok {
 			continue
 		}
-		out = append(out, Proc{PID: p, RSS: st.rss, CPU: st.cpu, start: st.start})
+		out = append(out, Proc{PID: p, RSS: st.rss, CPU: st.cpu, start: st.start, runnable: st.runnable})
 		stack = append(stack, children(p)...)
 	}
 	return out
@@ -65,6 +66,10 @@ type stat struct {
 	rss   int64         // resident set, bytes (field 24)
 	cpu   time.Duration // utime + stime (fields 14 and 15)
 	start uint64        // start time in clock ticks since boot (field 22)
+	// runnable: the state (field 3) is R, running or waiting for a core,
+	// of the process's main thread. A process the machine starves of
+	// CPU is charged little CPU time, but it is runnable.
+	runnable bool
 }
 
 // readStat reads pid's /proc/PID/stat; false when it is gone. The
@@ -84,7 +89,8 @@ func readStat(pid int) (stat, bool) {
 		return stat{}, false
 	}
 	num := func(k int) int64 { n, _ := strconv.ParseInt(string(f[k-3]), 10, 64); return n }
-	return stat{rss: num(24) * pageSize, cpu: time.Duration(num(14)+num(15)) * clockTick, start: uint64(num(22))}, true
+	return stat{rss: num(24) * pageSize, cpu: time.Duration(num(14)+num(15)) * clockTick, start: uint64(num(22)),
+		runnable: string(f[0]) == "R"}, true
 }
 
 // children lists pid's children, from each of its threads (a child is
@@ -159,11 +165,12 @@ type Watch struct {
 	// marks are the CPU time of each process at recent samples, oldest
 	// first: a sample's cores used are what the processes used since the
 	// newest mark at least minSpan old (in both: a process that ended is
-	// not counted as a drop, one new since is counted from its start).
+	// not counted as a drop, one new since is counted from its start),
+	// provided every root the sample read was read at that mark too.
 	marks    []cpuMark
 	cores    float64
 	measured bool
-	onSample func(cores float64, whole bool)
+	onSample func(cores float64, whole, runnable bool)
 	walk     chan struct{} // WalkSoon: a whole sample at once
 	quick    atomic.Bool   // the samples every cpuEvery are on
 
@@ -176,10 +183,12 @@ type root struct {
 	start uint64
 }
 
-// cpuMark is the CPU time of each process of the trees at one moment.
+// cpuMark is the CPU time of each process of the trees at one moment,
+// and the roots that were running then.
 type cpuMark struct {
-	at  time.Time
-	cpu map[int]time.Duration
+	at    time.Time
+	cpu   map[int]time.Duration
+	roots []root
 }
 
 // NewWatch starts sampling every interval (DefaultInterval when <= 0);
@@ -234,13 +243,23 @@ func NewWatchWalking(interval time.Duration, walkEvery int, cpuEvery time.Durati
 }
 
 // OnSample has f called after every sample that measured the cores the
-// trees used (not the first: it has nothing to compare with), with
-// whether the sample walked the trees: one that did not (a Quick one)
-// read only the processes found before, so it cannot see a process
-// started since, and a tree it measures idle may be busy in a new child
-// (WalkSoon tells). f runs while the sample holds the Watch; it must not
-// call Sample. Set it before the first Add.
-func (w *Watch) OnSample(f func(cores float64, whole bool)) {
+// trees used, with whether the sample walked the trees. A sample
+// measures only a span that each running root ran through, watched
+// from its start: none in the first minSpan after a root's Add (a
+// process just started has used no clock tick yet, whatever it is
+// about to do), none while no root runs (before the first Add, once
+// the roots ended), so an idle figure is always one of a running
+// process. A sample that did not walk (a Quick one) read only the
+// processes found before, so it cannot see a process started since,
+// and a tree it measures idle may be busy in a new child (WalkSoon
+// tells). runnable says a process the sample read was running or
+// waiting for a core as it was read (its main thread): it wants a core
+// now, however little CPU time a machine with more runnable threads
+// than cores gave it over the span (a process starved for the span
+// measures the same 0 cores as one that waits on the network). f runs
+// while the sample holds the Watch; it must not call Sample. Set it
+// before the first Add.
+func (w *Watch) OnSample(f func(cores float64, whole, runnable bool)) {
 	w.mu.Lock()
 	w.onSample = f
 	w.mu.Unlock()
@@ -290,6 +309,8 @@ func (w *Watch) sample(whole bool) {
 	var sum int64
 	gone := map[root]bool{}
 	cpu := map[int]time.Duration{}
+	var live []root // the roots this sample read: running
+	runnable := false
 	if whole {
 		known = nil
 		for _, r := range roots {
@@ -300,7 +321,12 @@ func (w *Watch) sample(whole bool) {
 			for _, p := range Tree(r.pid) {
 				sum += p.RSS
 				cpu[p.PID] = p.CPU
-				known = append(known, root{pid: p.PID, start: p.start})
+				runnable = runnable || p.runnable
+				k := root{pid: p.PID, start: p.start}
+				known = append(known, k)
+				if k == r {
+					live = append(live, r)
+				}
 			}
 		}
 	} else {
@@ -308,6 +334,10 @@ func (w *Watch) sample(whole bool) {
 			if st, ok := readStat(k.pid); ok && st.start == k.start {
 				sum += st.rss
 				cpu[k.pid] = st.cpu
+				runnable = runnable || st.runnable
+				if slices.Contains(roots, k) {
+					live = append(live, k)
+				}
 			}
 		}
 	}
@@ -320,7 +350,7 @@ func (w *Watch) sample(whole bool) {
 	w.current = sum
 	w.peak = max(w.peak, sum)
 	f := w.onSample
-	w.marks = append(w.marks, cpuMark{at: now, cpu: cpu})
+	w.marks = append(w.marks, cpuMark{at: now, cpu: cpu, roots: live})
 	base := -1
 	for k := len(w.marks) - 2; k >= 0; k-- {
 		if now.Sub(w.marks[k].at) >= minSpan {
@@ -328,24 +358,37 @@ func (w *Watch) sample(whole bool) {
 			break
 		}
 	}
-	measured := base >= 0
-	if measured {
-		var used time.Duration
-		for pid, c := range cpu {
-			prev, seen := w.marks[base].cpu[pid]
-			if !seen || prev > c { // new since, or its PID reused: all of it is new
-				prev = 0
-			}
-			used += c - prev
+	// Only a span every running root ran through is measured: over a
+	// span that began before a root started, its first moments (no
+	// clock tick charged yet) would read as a whole span idle, and a
+	// span with no root running measures no process at all. Either
+	// would tell a scheduler that a unit whose process is starting, or
+	// about to start, waits on its cloud.
+	measured := false
+	if base >= 0 {
+		w.marks = w.marks[base:] // an older mark is never the newest minSpan old again
+		b := w.marks[0]
+		measured = len(live) > 0
+		for _, r := range live {
+			measured = measured && slices.Contains(b.roots, r)
 		}
-		w.cores = used.Seconds() / now.Sub(w.marks[base].at).Seconds()
-		w.measured = true
-		w.marks = w.marks[base:]
+		if measured {
+			var used time.Duration
+			for pid, c := range cpu {
+				prev, seen := b.cpu[pid]
+				if !seen || prev > c { // new since, or its PID reused: all of it is new
+					prev = 0
+				}
+				used += c - prev
+			}
+			w.cores = used.Seconds() / now.Sub(b.at).Seconds()
+			w.measured = true
+		}
 	}
 	cores := w.cores
 	w.mu.Unlock()
 	if measured && f != nil {
-		f(cores, whole)
+		f(cores, whole, runnable)
 	}
 }
 

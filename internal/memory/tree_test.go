@@ -142,7 +142,7 @@ func TestWatchMeasuresCores(t *testing.T) {
 	defer busyW.Stop()
 	defer idleW.Stop()
 	var got []float64
-	busyW.OnSample(func(c float64, whole bool) {
+	busyW.OnSample(func(c float64, whole, _ bool) {
 		require.True(t, whole, "Sample walks the trees")
 		got = append(got, c)
 	})
@@ -181,6 +181,87 @@ func TestWatchMeasuresCores(t *testing.T) {
 	require.Less(t, c, 0.1, "a process blocked on its stdin uses next to none (at most a stray tick or two over idleSpan)")
 }
 
+// TestWatchMeasuresOnlyARunningRootsOwnSpan: the cores are measured only
+// over a span each running root ran through. Not while no root runs,
+// before the first Add or after the root ended (there is no process to
+// measure), not at the root's Add (a process just started has used no
+// clock tick, busy or not): a scheduler would take any of these for a
+// process that waits. Once the root has been watched for minSpan, a
+// sample measures it. The root is a stopped shell, which uses no CPU at
+// all: that figure is exactly 0.
+func TestWatchMeasuresOnlyARunningRootsOwnSpan(t *testing.T) {
+	w := NewWatch(time.Hour, 0) // sampled by hand
+	defer w.Stop()
+	var got []float64
+	w.OnSample(func(c float64, _, _ bool) { got = append(got, c) })
+	// spanFrom waits out a measuring span from t0, not another goroutine.
+	spanFrom := func(t0 time.Time) { time.Sleep(time.Until(t0.Add(minSpan))) }
+
+	w.Sample()
+	spanFrom(time.Now())
+	w.Sample()
+	require.Empty(t, got, "a span with no root running was measured")
+
+	pid, stop := startStopped(t)
+	w.Add(pid)
+	added := time.Now()
+	require.Empty(t, got, "the sample at Add measured a span its root did not run through")
+	spanFrom(added)
+	w.Sample()
+	require.Equal(t, []float64{0}, got, "a stopped root measures idle over its own span")
+
+	stop()
+	spanFrom(time.Now())
+	w.Sample()
+	require.Len(t, got, 1, "a span after the root ended was measured")
+}
+
+// TestWatchTellsARunnableTree: a sample says whether a process of the
+// trees was running or waiting for a core as it was read: always for a
+// shell spinning in a loop (however little CPU time a loaded machine
+// gives it over the span), never for a stopped one.
+func TestWatchTellsARunnableTree(t *testing.T) {
+	spin := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	require.NoError(t, spin.Start())
+	t.Cleanup(func() { _ = spin.Process.Kill(); _ = spin.Wait() })
+	stopped, _ := startStopped(t)
+	for _, c := range []struct {
+		pid  int
+		want bool
+	}{{spin.Process.Pid, true}, {stopped, false}} {
+		w := NewWatch(time.Hour, 0) // sampled by hand
+		var got []bool
+		w.OnSample(func(_ float64, _, runnable bool) { got = append(got, runnable) })
+		w.Add(c.pid)
+		time.Sleep(minSpan) // waits out a measuring span, not another goroutine
+		w.Sample()
+		w.Stop()
+		require.Equal(t, []bool{c.want}, got, "pid %d", c.pid)
+	}
+}
+
+// startStopped starts a shell that stops itself (SIGSTOP) and returns
+// once it has stopped: a process that uses no CPU until it is killed.
+func startStopped(t *testing.T) (pid int, stop func()) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", "kill -STOP $$")
+	require.NoError(t, cmd.Start())
+	var ws syscall.WaitStatus
+	_, err := syscall.Wait4(cmd.Process.Pid, &ws, syscall.WUNTRACED, nil) // reports the stop, reaps nothing
+	require.NoError(t, err)
+	require.True(t, ws.Stopped(), "the shell did not stop: %v", ws)
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	t.Cleanup(stop)
+	return cmd.Process.Pid, stop
+}
+
 // TestWatchCPUEvery: with cpuEvery, the cores a spinning process uses
 // are measured between the watch's walks of its tree (here an hour
 // apart), and its memory is kept too.
@@ -193,7 +274,7 @@ func TestWatchCPUEvery(t *testing.T) {
 	defer w.Stop()
 	w.Quick(true)
 	measured := make(chan float64, 1)
-	w.OnSample(func(c float64, whole bool) {
+	w.OnSample(func(c float64, whole, _ bool) {
 		if whole {
 			return // only the walk in Add: an hour apart
 		}
@@ -240,7 +321,7 @@ func TestWatchWalkSoonFindsANewChild(t *testing.T) {
 	samples := make(chan sample, 1024)
 	w := NewWatch(time.Hour, 5*time.Millisecond)
 	defer w.Stop()
-	w.OnSample(func(c float64, whole bool) { samples <- sample{c, whole} })
+	w.OnSample(func(c float64, whole, _ bool) { samples <- sample{c, whole} })
 	w.Quick(true)
 	w.Add(parent.Process.Pid) // the walk: the parent alone
 	_, err = io.WriteString(in, "go\n")
@@ -339,7 +420,7 @@ func TestWatchWalkingWalksEveryNthSample(t *testing.T) {
 	w := NewWatchWalking(20*time.Millisecond, 3, 0)
 	defer w.Stop()
 	flags := make(chan bool, 100)
-	w.OnSample(func(_ float64, whole bool) {
+	w.OnSample(func(_ float64, whole, _ bool) {
 		select {
 		case flags <- whole:
 		default:
