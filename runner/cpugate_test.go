@@ -17,13 +17,7 @@ import (
 func TestCoreGateFreedCoreGoesToTheEarliestUnit(t *testing.T) {
 	g, err := queue.New([]string{"a", "c", "d"}, make([][]string, 3))
 	require.NoError(t, err)
-	waits := make(chan string, 10) // a unit began to wait for a core
-	rs := &runState{g: g, cfg: &config{coreGate: 1, coreGateSet: true}, em: &emitter{fn: func(ev Event) {
-		if ev.Phase == PhaseCPUWait && ev.CPUWait == 0 {
-			waits <- ev.Unit
-		}
-	}}}
-	gate := rs.newCPUGate()
+	gate, waits := newOneCoreGate(g)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	got := map[int]chan error{}
@@ -70,13 +64,7 @@ func TestCoreGateFreedCoreGoesToTheEarliestUnit(t *testing.T) {
 func TestCoreGateCountsARunnableUnitBusy(t *testing.T) {
 	g, err := queue.New([]string{"a", "b"}, make([][]string, 2))
 	require.NoError(t, err)
-	waits := make(chan string, 10) // a unit began to wait for a core
-	rs := &runState{g: g, cfg: &config{coreGate: 1, coreGateSet: true}, em: &emitter{fn: func(ev Event) {
-		if ev.Phase == PhaseCPUWait && ev.CPUWait == 0 {
-			waits <- ev.Unit
-		}
-	}}}
-	gate := rs.newCPUGate()
+	gate, waits := newOneCoreGate(g)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	busy := func(i int) bool {
@@ -102,4 +90,16 @@ func TestCoreGateCountsARunnableUnitBusy(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("b never got the core a left")
 	}
+}
+
+// newOneCoreGate is a core gate of one core over g's units, and the
+// channel that gets a unit's ID each time it begins to wait for a core.
+func newOneCoreGate(g *queue.Graph) (*cpuGate, chan string) {
+	waits := make(chan string, 10)
+	rs := &runState{g: g, cfg: &config{coreGate: 1, coreGateSet: true}, em: &emitter{fn: func(ev Event) {
+		if ev.Phase == PhaseCPUWait && ev.CPUWait == 0 {
+			waits <- ev.Unit
+		}
+	}}}
+	return rs.newCPUGate(), waits
 }

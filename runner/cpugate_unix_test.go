@@ -186,13 +186,7 @@ func TestCoreGateHoldsBackWhileBusy(t *testing.T) {
 func TestCoreGateKeepsTheCoreUntilItsProcessIsMeasured(t *testing.T) {
 	g, err := queue.New([]string{"a", "b"}, make([][]string, 2))
 	require.NoError(t, err)
-	waits := make(chan string, 10) // a unit began to wait for a core
-	rs := &runState{g: g, cfg: &config{coreGate: 1, coreGateSet: true}, em: &emitter{fn: func(ev Event) {
-		if ev.Phase == PhaseCPUWait && ev.CPUWait == 0 {
-			waits <- ev.Unit
-		}
-	}}}
-	gate := rs.newCPUGate()
+	gate, waits := newOneCoreGate(g)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w := memory.NewWatch(time.Hour, 0) // sampled by hand, where the unit's watch samples on its own
