@@ -15,9 +15,9 @@ import (
 // on two cores spend a fifth of their CPU on it (measured: 120 warm
 // applies of a minimal component, 8 at a time on 2 cores, 78-98 ms of
 // CPU an apply against 59-63 ms with GOMAXPROCS=1). A process started
-// alone still gets every core.
-// Only the scheduling changes: what terraform does, and in what order
-// it calls providers (its own -parallelism), does not.
+// alone still gets every core. Only the scheduling changes: what
+// terraform does, and in what order it calls providers (its own
+// -parallelism), does not.
 //
 // A process whose environment already names GOMAXPROCS keeps it: a
 // caller that sets it, for the host or for a unit, decides.
