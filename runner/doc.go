@@ -178,11 +178,11 @@
 //     (tfisolate-engine/, 0600), which the host follows as they grow,
 //     never to a pipe whose lost reader would kill it; a crashed run's
 //     engine output is kept there.
-//   - Each unit's terraform and its providers get TMPDIR (TMP and TEMP on
-//     Windows) inside the Run's private dir, unless Unit.Env sets it: the
-//     temp files and plugin sockets of a killed provider are removed with
-//     that dir, or swept by the next Run after a crash, never left in the
-//     user's temp dir.
+//   - The Run's terraform processes and their providers get TMPDIR (TMP
+//     and TEMP on Windows) inside its private dir, unless Unit.Env sets
+//     it: the temp files and plugin sockets of a killed provider are
+//     removed with that dir, or swept by the next Run after a crash,
+//     never left in the user's temp dir.
 //   - Output goes to a log file per unit (Result.Log) and, with
 //     WithOutput, to one combined stream of whole lines prefixed
 //     "[unitID] ", never interleaved.

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -246,8 +245,8 @@ func (x *unitRun) pipeline(ctx context.Context) (out pipelineOutcome, err error)
 }
 
 // engineEnv is the environment of the unit's terraform processes
-// (unitEnv) with a temp dir of the unit's own inside the Run's private
-// dir, unless Unit.Env names one: terraform's and its providers' temp
+// (unitEnv) with the Run's engine temp dir, inside its private dir,
+// unless Unit.Env names one: terraform's and its providers' temp
 // files and plugin sockets then never pile up in the user's temp dir
 // when a provider is killed; the Run removes the dir, and the next Run
 // sweeps it after a crash (sweepRunDirs).
@@ -261,10 +260,9 @@ func (x *unitRun) engineEnv(cliConfig string) (map[string]string, error) {
 	if slices.ContainsFunc(names, func(k string) bool { _, own := x.u.Env[k]; return own }) {
 		return env, nil
 	}
-	// Short: a plugin's socket path must fit in 108 bytes.
-	dir := filepath.Join(x.rs.tmp, "u"+strconv.Itoa(x.idx))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("unit temp dir: %w", err)
+	dir, err := x.rs.engineTmp()
+	if err != nil {
+		return nil, fmt.Errorf("engine temp dir: %w", err)
 	}
 	for _, k := range names {
 		env[k] = dir
