@@ -78,11 +78,12 @@ func lockWho() (who, host string) {
 // way into the crashed list, and records this run as current. It returns
 // the crashed runs.
 //
-// The write is atomic but not synced, like recordEngine's: what a later
-// run does with a crashed run (wait for its engine, take back a state
-// lock it left, see leftBy) needs the engine record, which a machine
-// that goes down may lose anyway, and a host process that dies leaves
-// both in the page cache. Two fsyncs a unit bought nothing.
+// The write is not synced, like recordEngine's, and made in place (see
+// rewriteJournal): what a later run does with a crashed run (wait for
+// its engine, take back a state lock it left, see leftBy) needs the
+// engine record, which a machine that goes down may lose anyway, and a
+// host process that dies leaves both in the page cache. Two fsyncs a
+// unit bought nothing.
 func beginJournal(dataDir, command string, now time.Time) ([]journalRun, error) {
 	p := filepath.Join(dataDir, journalName)
 	var j journal
@@ -110,14 +111,17 @@ func beginJournal(dataDir, command string, now time.Time) ([]journalRun, error) 
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := writeJournal(p, j, atomicfile.NoSync()); err != nil {
+	if err := rewriteJournal(p, j); err != nil {
 		return nil, err
 	}
 	return kept, nil
 }
 
 // endJournal records that this run ended. A run whose terraform had to be
-// killed may have left state locks, so it stays in the crashed list.
+// killed may have left state locks, so it stays in the crashed list,
+// written atomically and synced. Otherwise the journal is left with no
+// run under way, in place, for the next run to rewrite rather than
+// create.
 func endJournal(dataDir string, crashed []journalRun, killed bool, now time.Time) error {
 	p := filepath.Join(dataDir, journalName)
 	b, err := os.ReadFile(p)
@@ -135,15 +139,15 @@ func endJournal(dataDir string, crashed []journalRun, killed bool, now time.Time
 	}
 	j = journal{Crashed: crashed}
 	if len(j.Crashed) == 0 {
-		return os.Remove(p)
+		return rewriteJournal(p, j)
 	}
 	return writeJournal(p, j)
 }
 
 // recordEngine records, as the current run's engine, a terraform process
-// that has just started. The write is atomic but not synced: it only
-// has to survive the host's process, not the machine (a machine that
-// goes down takes the engine with it).
+// that has just started. The write is in place and not synced (see
+// rewriteJournal): it only has to survive the host's process, not the
+// machine (a machine that goes down takes the engine with it).
 func recordEngine(dataDir string, e journalEngine) error {
 	p := filepath.Join(dataDir, journalName)
 	b, err := os.ReadFile(p)
@@ -158,18 +162,92 @@ func recordEngine(dataDir string, e journalEngine) error {
 		return nil
 	}
 	j.Current.Engine = &e
-	return writeJournal(p, j, atomicfile.NoSync())
+	return rewriteJournal(p, j)
 }
 
-func writeJournal(p string, j journal, opts ...atomicfile.Option) error {
+// writeJournal replaces the journal atomically and durably.
+func writeJournal(p string, j journal) error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(p, b, 0o644, opts...); err != nil {
+	if err := atomicfile.WriteFile(p, padJournal(b, 0), 0o644); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
 	return nil
+}
+
+// journalPage bounds a journal rewritten in place: a write of at most one
+// page at offset 0 is copied into the page cache as a whole before a
+// signal can end the writer (Linux checks for a fatal signal between
+// pages), so a host killed mid-write leaves the old record or the new
+// one. journalMinSize is the size a journal is created with, so that
+// records of any usual length fit without growing it.
+const (
+	journalPage    = 4096
+	journalMinSize = 1024
+)
+
+// rewriteJournal writes j over the journal at p in place, not synced:
+// one write at offset 0, padded with spaces (JSON allows trailing white
+// space) to the file's size, so the file neither grows nor shrinks. A
+// unit's journal is written three times; as a new file each, through a
+// temp file and a rename, it cost about 0.5 ms of CPU a unit on this
+// project's ext4 (a file created is 0.15-0.3 ms; an in-place write of an
+// existing file 8 us, measured). Readers hold the instance lock, as the
+// writer does, so none sees a write in progress. A journal that is
+// missing, not a regular file, or would exceed one page is replaced
+// atomically instead (writeJournal's way, unsynced).
+func rewriteJournal(p string, j journal) error {
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	if ok, err := rewriteInPlace(p, b); ok || err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(p, padJournal(b, 0), 0o644, atomicfile.NoSync()); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	return nil
+}
+
+// rewriteInPlace writes b, padded to the file's size, over the regular
+// file at p, when both fit in journalPage. It reports false, and writes
+// nothing, when p is missing, is not a regular file (a link is never
+// followed: Lstat, then the opened handle must be the same file) or is
+// too large.
+func rewriteInPlace(p string, b []byte) (bool, error) {
+	before, err := os.Lstat(p)
+	if err != nil || !before.Mode().IsRegular() || before.Size() > journalPage || int64(len(b)) >= before.Size() {
+		return false, nil
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		return false, nil
+	}
+	if fi, err := f.Stat(); err != nil || !os.SameFile(before, fi) || fi.Size() != before.Size() {
+		_ = f.Close()
+		return false, nil
+	}
+	_, err = f.WriteAt(padJournal(b, int(before.Size())), 0)
+	if err = errors.Join(err, f.Close()); err != nil {
+		return true, fmt.Errorf("write journal: %w", err)
+	}
+	return true, nil
+}
+
+// padJournal is the record b, a newline, and spaces up to size (at least
+// journalMinSize).
+func padJournal(b []byte, size int) []byte {
+	size = max(size, journalMinSize, len(b)+1)
+	out := make([]byte, size)
+	copy(out, b)
+	out[len(b)] = '\n'
+	for i := len(b) + 1; i < size; i++ {
+		out[i] = ' '
+	}
+	return out
 }
 
 // leftBy returns the crashed run that provably left lock l: same user and
