@@ -191,8 +191,9 @@ const (
 // rewriteJournal writes j over the journal at p in place, not synced:
 // one write at offset 0, padded with spaces (JSON allows trailing white
 // space) to the file's size, so the file neither grows nor shrinks. A
-// unit's journal is written three times; as a new file each, through a
-// temp file and a rename, it cost about 0.5 ms of CPU a unit on this
+// unit writes its journal at least three times (its start, each
+// terraform it starts, its end); as a new file each, through a temp file
+// and a rename, that cost about 0.5 ms of CPU a unit on this
 // project's ext4 (a file created is 0.15-0.3 ms; an in-place write of an
 // existing file 8 us, measured). Readers hold the instance lock, as the
 // writer does, so none sees a write in progress. A journal that is
