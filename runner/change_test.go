@@ -3,6 +3,7 @@ package runner
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,6 +11,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 	"github.com/tfisolate/tfisolate/internal/testregistry"
 	"github.com/tfisolate/tfisolate/pluginc"
+	"github.com/tfisolate/tfisolate/workdir"
 )
 
 // deepComponent calls a local module that calls another one: component
@@ -95,6 +97,62 @@ func TestSkipUnchanged(t *testing.T) {
 		after := lockFileOf(t, w, "plat-ue2-dev", "skip")
 		require.Contains(t, string(after), `version     = "1.1.0"`)
 	})
+}
+
+// TestAppliedRecordInPlace: the applied record, once made, is recorded
+// and forgotten in place (the same file, its size kept); a forgotten
+// record matches no inputs, and neither does a record torn between two
+// applies' inputs (what a power loss mid-write can leave). A link at the
+// record's place is removed, never written through.
+func TestAppliedRecordInPlace(t *testing.T) {
+	dir := t.TempDir()
+	x := &unitRun{w: &workdir.Workdir{DataDir: dir}}
+	p := filepath.Join(dir, appliedName)
+	d1, d2 := strings.Repeat("1", 64), strings.Repeat("2", 64)
+
+	require.NoError(t, x.forgetApplied(), "no record yet")
+	require.NoError(t, x.recordApplied(d1))
+	first, err := os.Stat(p)
+	require.NoError(t, err)
+	require.Equal(t, int64(appliedSize), first.Size())
+	require.True(t, x.unchanged(d1))
+
+	require.NoError(t, x.forgetApplied())
+	require.False(t, x.unchanged(d1), "a forgotten record still matches")
+	require.False(t, x.unchanged(""))
+	require.NoError(t, x.forgetApplied(), "forgetting twice")
+	require.NoError(t, x.recordApplied(d2))
+	require.True(t, x.unchanged(d2))
+	require.False(t, x.unchanged(d1))
+	now, err := os.Stat(p)
+	require.NoError(t, err)
+	require.True(t, os.SameFile(first, now), "the record was replaced, not rewritten in place")
+	require.Equal(t, first.Size(), now.Size())
+
+	// Torn: the start of d1's record over the rest of d2's.
+	b2, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, x.recordApplied(d1))
+	b1, err := os.ReadFile(p)
+	require.NoError(t, err)
+	for _, cut := range []int{1, 12, 20, 40, 76} {
+		torn := append(append([]byte{}, b1[:cut]...), b2[cut:]...)
+		require.NoError(t, os.WriteFile(p, torn, 0o644))
+		require.False(t, x.unchanged(d1) && x.unchanged(d2), "cut at %d", cut)
+		require.True(t, !x.unchanged(d1) || string(torn) == string(b1), "cut at %d reads as d1", cut)
+		require.True(t, !x.unchanged(d2) || string(torn) == string(b2), "cut at %d reads as d2", cut)
+	}
+
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	require.NoError(t, os.WriteFile(target, b1, 0o644))
+	require.NoError(t, os.Remove(p))
+	require.NoError(t, os.Symlink(target, p))
+	require.NoError(t, x.forgetApplied())
+	_, err = os.Lstat(p)
+	require.ErrorIs(t, err, os.ErrNotExist, "the link is removed")
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, b1, b, "written through the link")
 }
 
 // TestAffected maps changed file paths to exactly the units that reach

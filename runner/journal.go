@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/inplace"
 )
 
 // The journal records, in an instance's data dir and under its instance
@@ -171,84 +172,37 @@ func writeJournal(p string, j journal) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(p, padJournal(b, 0), 0o644); err != nil {
+	if err := atomicfile.WriteFile(p, inplace.Pad(b, journalMinSize), 0o644); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
 	return nil
 }
 
-// journalPage bounds a journal rewritten in place: a write of at most one
-// page at offset 0 is copied into the page cache as a whole before a
-// signal can end the writer (Linux checks for a fatal signal between
-// pages), so a host killed mid-write leaves the old record or the new
-// one. journalMinSize is the size a journal is created with, so that
-// records of any usual length fit without growing it.
-const (
-	journalPage    = 4096
-	journalMinSize = 1024
-)
+// journalMinSize is the size a journal is created with, so that records
+// of any usual length are rewritten in place without growing it.
+const journalMinSize = 1024
 
-// rewriteJournal writes j over the journal at p in place, not synced:
-// one write at offset 0, padded with spaces (JSON allows trailing white
-// space) to the file's size, so the file neither grows nor shrinks. A
-// unit writes its journal at least three times (its start, each
-// terraform it starts, its end); as a new file each, through a temp file
-// and a rename, that cost about 0.5 ms of CPU a unit on this
-// project's ext4 (a file created is 0.15-0.3 ms; an in-place write of an
-// existing file 8 us, measured). Readers hold the instance lock, as the
-// writer does, so none sees a write in progress. A journal that is
-// missing, not a regular file, or would exceed one page is replaced
-// atomically instead (writeJournal's way, unsynced).
+// rewriteJournal writes j over the journal at p in place, not synced
+// (internal/inplace: one write at offset 0, within a page, so a host
+// killed mid-write leaves the old record or the new one). A unit writes
+// its journal at least three times (its start, each terraform it
+// starts, its end); as a new file each, through a temp file and a
+// rename, that cost about 0.5 ms of CPU a unit on this project's ext4.
+// Readers hold the instance lock, as the writer does, so none sees a
+// write in progress. A journal that is missing, not a regular file, or
+// would exceed a page is replaced atomically instead, unsynced.
 func rewriteJournal(p string, j journal) error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
 	}
-	if ok, err := rewriteInPlace(p, b); ok || err != nil {
+	if ok, err := inplace.Rewrite(p, b, false); ok || err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(p, padJournal(b, 0), 0o644, atomicfile.NoSync()); err != nil {
+	if err := atomicfile.WriteFile(p, inplace.Pad(b, journalMinSize), 0o644, atomicfile.NoSync()); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
 	return nil
-}
-
-// rewriteInPlace writes b, padded to the file's size, over the regular
-// file at p, when both fit in journalPage. It reports false, and writes
-// nothing, when p is missing, is not a regular file (a link is never
-// followed: Lstat, then the opened handle must be the same file) or is
-// too large.
-func rewriteInPlace(p string, b []byte) (bool, error) {
-	before, err := os.Lstat(p)
-	if err != nil || !before.Mode().IsRegular() || before.Size() > journalPage || int64(len(b)) >= before.Size() {
-		return false, nil
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY, 0)
-	if err != nil {
-		return false, nil
-	}
-	if fi, err := f.Stat(); err != nil || !os.SameFile(before, fi) || fi.Size() != before.Size() {
-		_ = f.Close()
-		return false, nil
-	}
-	_, err = f.WriteAt(padJournal(b, int(before.Size())), 0)
-	if err = errors.Join(err, f.Close()); err != nil {
-		return true, fmt.Errorf("write journal: %w", err)
-	}
-	return true, nil
-}
-
-// padJournal is the record b, a newline, and spaces up to size (at least
-// journalMinSize).
-func padJournal(b []byte, size int) []byte {
-	size = max(size, journalMinSize, len(b)+1)
-	out := make([]byte, size)
-	copy(out, b)
-	out[len(b)] = '\n'
-	for i := len(b) + 1; i < size; i++ {
-		out[i] = ' '
-	}
-	return out
 }
 
 // leftBy returns the crashed run that provably left lock l: same user and

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/inplace"
 )
 
 // TestLeftByBoundsTheCrashedRun: a state lock counts as left by a crashed
@@ -126,11 +128,11 @@ func TestJournalNeverWrittenThroughALink(t *testing.T) {
 func TestJournalBeyondAPageReplaced(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, journalName)
-	long := journal{Current: &journalRun{Command: strings.Repeat("c", 2*journalPage)}}
+	long := journal{Current: &journalRun{Command: strings.Repeat("c", 2*inplace.Page)}}
 	require.NoError(t, rewriteJournal(p, long))
 	before, err := os.Stat(p)
 	require.NoError(t, err)
-	require.Greater(t, before.Size(), int64(journalPage))
+	require.Greater(t, before.Size(), int64(inplace.Page))
 	require.Equal(t, long.Current.Command, readTestJournal(t, dir).Current.Command)
 
 	require.NoError(t, rewriteJournal(p, journal{Current: &journalRun{Command: "apply"}}))

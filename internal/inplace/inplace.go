@@ -1,0 +1,52 @@
+package inplace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// Page is the most a record, with its padding, may span.
+const Page = 4096
+
+// Rewrite writes data, a newline and spaces up to the file's size over
+// the regular file at path, in place (see the package doc), and syncs
+// its data when sync is set. It reports false, having written nothing,
+// when path is missing, is not a regular file, is larger than Page or
+// has no room for data and its newline.
+func Rewrite(path string, data []byte, sync bool) (bool, error) {
+	before, err := os.Lstat(path)
+	if err != nil || !before.Mode().IsRegular() || before.Size() > Page || int64(len(data)) >= before.Size() {
+		return false, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return false, nil
+	}
+	if fi, err := f.Stat(); err != nil || !os.SameFile(before, fi) || fi.Size() != before.Size() {
+		_ = f.Close()
+		return false, nil
+	}
+	_, err = f.WriteAt(Pad(data, int(before.Size())), 0)
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		return true, fmt.Errorf("rewrite %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// Pad returns data followed by a newline and spaces up to size bytes in
+// all (just data and the newline when size is smaller): the content of a
+// new file that later records up to size-1 bytes can be rewritten into.
+func Pad(data []byte, size int) []byte {
+	size = max(size, len(data)+1)
+	out := make([]byte, size)
+	copy(out, data)
+	out[len(data)] = '\n'
+	for i := len(data) + 1; i < size; i++ {
+		out[i] = ' '
+	}
+	return out
+}

@@ -1,0 +1,65 @@
+package inplace
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRewriteInPlace(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "rec.json")
+	require.NoError(t, os.WriteFile(p, Pad([]byte(`{"a":1}`), 64), 0o644))
+	before, err := os.Stat(p)
+	require.NoError(t, err)
+	for _, sync := range []bool{false, true} {
+		ok, err := Rewrite(p, []byte(`{"b":22}`), sync)
+		require.NoError(t, err)
+		require.True(t, ok)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.Equal(t, `{"b":22}`+"\n"+strings.Repeat(" ", 64-9), string(b))
+		after, err := os.Stat(p)
+		require.NoError(t, err)
+		require.True(t, os.SameFile(before, after), "the file was replaced, not rewritten")
+		require.Equal(t, before.Mode(), after.Mode())
+	}
+}
+
+// TestRewriteRefuses: Rewrite writes nothing where it could not keep its
+// guarantees, and says so.
+func TestRewriteRefuses(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small")
+	require.NoError(t, os.WriteFile(small, []byte("{}      "), 0o644))
+	large := filepath.Join(dir, "large")
+	require.NoError(t, os.WriteFile(large, Pad(nil, Page+1), 0o644))
+	target := filepath.Join(dir, "target")
+	require.NoError(t, os.WriteFile(target, Pad(nil, 64), 0o644))
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(target, link))
+	for _, tc := range []struct{ name, path string }{
+		{"missing", filepath.Join(dir, "none")},
+		{"no room for the record and its newline", small},
+		{"larger than a page", large},
+		{"a link", link},
+		{"a dir", dir},
+	} {
+		was, _ := os.ReadFile(tc.path)
+		ok, err := Rewrite(tc.path, []byte(`{"record":"longer"}`), true)
+		require.NoError(t, err, tc.name)
+		require.False(t, ok, tc.name)
+		now, _ := os.ReadFile(tc.path)
+		require.Equal(t, was, now, tc.name)
+	}
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, Pad(nil, 64), b, "written through the link")
+}
+
+func TestPad(t *testing.T) {
+	require.Equal(t, "ab\n  ", string(Pad([]byte("ab"), 5)))
+	require.Equal(t, "abc\n", string(Pad([]byte("abc"), 2)), "never shorter than the record and its newline")
+}
