@@ -70,6 +70,9 @@ type runState struct {
 	// host interrupts this Run's terraform processes if the host dies:
 	// one watcher for them all, started with the first.
 	host tfcmd.HostWatch
+	// follow wakes the copies of this Run's engine output as it is
+	// written: one inotify instance for them all.
+	follow tfcmd.Follower
 	// share sizes each terraform's Go runtime to its share of the cores
 	// among this Run's running terraform processes.
 	share *tfcmd.CoreShare
@@ -118,6 +121,7 @@ func (r *Runner) newRunState(cmd Command, rc *runConfig, eng engine.Info, units 
 
 func (rs *runState) close() {
 	rs.host.Close()
+	rs.follow.Close()
 	err := errors.Join(os.RemoveAll(rs.tmp), rs.tmpLock.Unlock())
 	if err != nil {
 		rs.cfg.logger.Warn("cannot remove run dir", "dir", rs.tmp, "err", err)

@@ -20,7 +20,7 @@ const engineDir = tfcmd.OutputDir
 // newTF returns the unit's way to run terraform processes in dir.
 func (x *unitRun) newTF(dir string, env []string) *tfcmd.Process {
 	t := &tfcmd.Process{Path: x.rs.eng.Path, Dir: dir, Env: env, Grace: x.rs.cfg.grace, Kill: x.rs.kill,
-		OutDir: filepath.Join(x.w.DataDir, engineDir), Started: x.engineStarted, Gate: x.waitForCore, Host: &x.rs.host, Share: x.rs.share,
+		OutDir: filepath.Join(x.w.DataDir, engineDir), Started: x.engineStarted, Gate: x.waitForCore, Host: &x.rs.host, Follow: &x.rs.follow, Share: x.rs.share,
 		Stream: func() (io.Writer, func()) { w := x.out.stream(); return w, w.flush },
 		Note:   x.out.note}
 	x.tfs = append(x.tfs, t)

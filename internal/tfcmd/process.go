@@ -45,6 +45,11 @@ type Process struct {
 	// host process dies, shared by the processes of a Run (the caller
 	// closes it); nil gives each process a watcher of its own.
 	Host *HostWatch
+	// Follow, when set, wakes the copy of each process's output as it
+	// is written, shared by the processes of a Run (the caller closes
+	// it); nil gives each process an inotify instance of its own, whose
+	// close waits in the kernel (see Follower).
+	Follow *Follower
 	// Share, when set, sizes each process's Go runtime to its share of
 	// the host's cores among the Run's running processes (see
 	// CoreShare); nil leaves GOMAXPROCS to Env.
@@ -135,7 +140,7 @@ func (p *Process) Run(ctx context.Context, c Cmd) (*Result, error) {
 	}
 	stopFollow := func() {}
 	if sink != nil {
-		stopFollow = follow(eo.stdoutR, sink)
+		stopFollow = follow(eo.stdoutR, sink, p.Follow)
 	}
 
 	host := p.Host
