@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,16 +40,21 @@ func environGOMAXPROCS(pid int) []string {
 func TestCoreShareSizesEachProcess(t *testing.T) {
 	t.Parallel()
 	share := NewCoreShare(4)
+	// tail itself, not a shell that execs it: the environment is read as
+	// the process starts, and a process in the middle of an exec may show
+	// an empty one.
+	tail, err := exec.LookPath("tail")
+	require.NoError(t, err)
 	newProc := func(env []string, started func(pid int)) *Process {
 		dir := t.TempDir()
-		return &Process{Path: "/bin/sh", Dir: dir, Env: env, Grace: 10 * time.Second, Share: share,
+		return &Process{Path: tail, Dir: dir, Env: env, Grace: 10 * time.Second, Share: share,
 			OutDir:  filepath.Join(dir, OutputDir),
 			Stream:  func() (io.Writer, func()) { return io.Discard, func() {} },
 			Note:    func(string) {},
 			Started: func(pid int, _ string) { started(pid) }}
 	}
 	// Runs until interrupted: what it runs with is read while it runs.
-	untilInterrupted := Raw("-c", "exec tail -f /dev/null")
+	untilInterrupted := Raw("-f", "/dev/null")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
