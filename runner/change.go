@@ -64,10 +64,7 @@ const appliedSize = 512
 func (x *unitRun) recordApplied(inputs string) error {
 	p := filepath.Join(x.w.DataDir, appliedName)
 	b, _ := json.Marshal(appliedRecord{Inputs: inputs})
-	if ok, err := inplace.Rewrite(p, b, true); ok || err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(p, inplace.Pad(b, appliedSize), 0o644)
+	return inplace.WriteFile(p, b, 0o644, appliedSize, true)
 }
 
 // forgetApplied makes the applied record say no apply is known, synced,

@@ -80,7 +80,7 @@ func lockWho() (who, host string) {
 // the crashed runs.
 //
 // The write is not synced, like recordEngine's, and made in place (see
-// rewriteJournal): what a later run does with a crashed run (wait for
+// writeJournal): what a later run does with a crashed run (wait for
 // its engine, take back a state lock it left, see leftBy) needs the
 // engine record, which a machine that goes down may lose anyway, and a
 // host process that dies leaves both in the page cache. Two fsyncs a
@@ -112,7 +112,7 @@ func beginJournal(dataDir, command string, now time.Time) ([]journalRun, error) 
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := rewriteJournal(p, j); err != nil {
+	if err := writeJournal(p, j, false); err != nil {
 		return nil, err
 	}
 	return kept, nil
@@ -140,14 +140,14 @@ func endJournal(dataDir string, crashed []journalRun, killed bool, now time.Time
 	}
 	j = journal{Crashed: crashed}
 	if len(j.Crashed) == 0 {
-		return rewriteJournal(p, j)
+		return writeJournal(p, j, false)
 	}
-	return writeJournal(p, j)
+	return writeJournal(p, j, true)
 }
 
 // recordEngine records, as the current run's engine, a terraform process
 // that has just started. The write is in place and not synced (see
-// rewriteJournal): it only has to survive the host's process, not the
+// writeJournal): it only has to survive the host's process, not the
 // machine (a machine that goes down takes the engine with it).
 func recordEngine(dataDir string, e journalEngine) error {
 	p := filepath.Join(dataDir, journalName)
@@ -163,43 +163,33 @@ func recordEngine(dataDir string, e journalEngine) error {
 		return nil
 	}
 	j.Current.Engine = &e
-	return rewriteJournal(p, j)
-}
-
-// writeJournal replaces the journal atomically and durably.
-func writeJournal(p string, j journal) error {
-	b, err := json.MarshalIndent(j, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(p, inplace.Pad(b, journalMinSize), 0o644); err != nil {
-		return fmt.Errorf("write journal: %w", err)
-	}
-	return nil
+	return writeJournal(p, j, false)
 }
 
 // journalMinSize is the size a journal is created with, so that records
 // of any usual length are rewritten in place without growing it.
 const journalMinSize = 1024
 
-// rewriteJournal writes j over the journal at p in place, not synced
-// (internal/inplace: one write at offset 0, within a page, so a host
-// killed mid-write leaves the old record or the new one). A unit writes
-// its journal at least three times (its start, each terraform it
-// starts, its end); as a new file each, through a temp file and a
+// writeJournal writes j to the journal at p. A durable write replaces
+// the journal atomically and synced. Any other is made in place and not
+// synced (internal/inplace: one write at offset 0, within a page, so a
+// host killed mid-write leaves the old record or the new one): a unit
+// writes its journal at least three times (its start, each terraform it
+// starts, its end), and as a new file each, through a temp file and a
 // rename, that cost about 0.5 ms of CPU a unit on this project's ext4.
 // Readers hold the instance lock, as the writer does, so none sees a
-// write in progress. A journal that is missing, not a regular file, or
-// would exceed a page is replaced atomically instead, unsynced.
-func rewriteJournal(p string, j journal) error {
+// write in progress.
+func writeJournal(p string, j journal, durable bool) error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
 	}
-	if ok, err := inplace.Rewrite(p, b, false); ok || err != nil {
-		return err
+	if durable {
+		err = atomicfile.WriteFile(p, inplace.Pad(b, journalMinSize), 0o644)
+	} else {
+		err = inplace.WriteFile(p, b, 0o644, journalMinSize, false)
 	}
-	if err := atomicfile.WriteFile(p, inplace.Pad(b, journalMinSize), 0o644, atomicfile.NoSync()); err != nil {
+	if err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
 	return nil

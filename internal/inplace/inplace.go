@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
 )
 
 // Page is the most a record, with its padding, may span.
@@ -49,4 +51,20 @@ func Pad(data []byte, size int) []byte {
 		out[i] = ' '
 	}
 	return out
+}
+
+// WriteFile writes data over the file at path in place (Rewrite), or,
+// where that cannot be done, replaces the file atomically with data
+// padded to size bytes (Pad) and mode perm, so that later records up to
+// size-1 bytes are rewritten in place. With sync the record is on disk
+// when WriteFile returns, either way.
+func WriteFile(path string, data []byte, perm os.FileMode, size int, sync bool) error {
+	if ok, err := Rewrite(path, data, sync); ok || err != nil {
+		return err
+	}
+	var opts []atomicfile.Option
+	if !sync {
+		opts = append(opts, atomicfile.NoSync())
+	}
+	return atomicfile.WriteFile(path, Pad(data, size), perm, opts...)
 }

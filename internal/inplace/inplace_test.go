@@ -63,3 +63,35 @@ func TestPad(t *testing.T) {
 	require.Equal(t, "ab\n  ", string(Pad([]byte("ab"), 5)))
 	require.Equal(t, "abc\n", string(Pad([]byte("abc"), 2)), "never shorter than the record and its newline")
 }
+
+// TestWriteFile: a missing file is made padded to the size asked, then
+// rewritten in place; one that cannot be rewritten (a record longer than
+// it holds) is replaced whole.
+func TestWriteFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "rec.json")
+	for _, sync := range []bool{false, true} {
+		require.NoError(t, os.RemoveAll(p))
+		require.NoError(t, WriteFile(p, []byte(`{"a":1}`), 0o600, 32, sync))
+		first, err := os.Stat(p)
+		require.NoError(t, err)
+		require.Equal(t, int64(32), first.Size())
+		require.Equal(t, os.FileMode(0o600), first.Mode().Perm())
+
+		require.NoError(t, WriteFile(p, []byte(`{"b":2}`), 0o600, 32, sync))
+		now, err := os.Stat(p)
+		require.NoError(t, err)
+		require.True(t, os.SameFile(first, now), "not rewritten in place")
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.Equal(t, string(Pad([]byte(`{"b":2}`), 32)), string(b))
+
+		long := []byte(`{"c":"` + strings.Repeat("x", 40) + `"}`)
+		require.NoError(t, WriteFile(p, long, 0o600, 32, sync))
+		now, err = os.Stat(p)
+		require.NoError(t, err)
+		require.False(t, os.SameFile(first, now))
+		b, err = os.ReadFile(p)
+		require.NoError(t, err)
+		require.Equal(t, string(long)+"\n", string(b))
+	}
+}
