@@ -15,7 +15,8 @@
 //     opened handle must be that same regular file.
 //   - Rewrite writes nothing and reports false when it cannot keep these
 //     (the file is missing, not a regular file, larger than Page, or too
-//     small for the record): the caller then replaces the file whole.
+//     small for the record); WriteFile then replaces the file whole,
+//     atomically (internal/atomicfile), padded for the next record.
 //   - With sync, the record is on disk (fsync) when Rewrite returns.
 //
 // Readers must not race a writer (a read may see a page being copied):
