@@ -14,11 +14,11 @@ import (
 // vars are the unit's variables as plan, apply and destroy get them.
 func (a Args) vars() tfcmd.Vars { return tfcmd.Vars{Files: a.VarFiles, Values: a.Vars} }
 
-// earlyVars are the variables init, get and workspace select are given:
-// the unit's own for an engine that evaluates variables early (a backend
-// or module source built from them), none otherwise.
-func (a Args) earlyVars() tfcmd.Vars {
-	if !a.initVars {
+// earlyVars are the variables a command besides plan, apply and destroy
+// is given: the unit's own where the engine's rules (earlyRules) say the
+// command reads them (given), none otherwise.
+func (a Args) earlyVars(given bool) tfcmd.Vars {
+	if !given {
 		return tfcmd.Vars{}
 	}
 	return a.vars()
@@ -33,18 +33,28 @@ func (a Args) change(lockTimeout string) tfcmd.Change {
 // changed since the last successful init.
 func (a Args) initCmd(backendChanged bool) tfcmd.Cmd {
 	return tfcmd.Init(tfcmd.InitOptions{BackendConfig: a.BackendConfig, BackendChanged: backendChanged,
-		MigrateState: a.MigrateState, Reconfigure: a.Reconfigure, Upgrade: a.Upgrade, Vars: a.earlyVars()})
+		MigrateState: a.MigrateState, Reconfigure: a.Reconfigure, Upgrade: a.Upgrade, Vars: a.earlyVars(a.early.Init)})
 }
 
 // getCmd fetches the module calls' modules (update: the newest versions
 // the constraints allow).
 func (a Args) getCmd(update bool) tfcmd.Cmd {
-	return tfcmd.Get(tfcmd.GetOptions{Update: update, Vars: a.earlyVars()})
+	return tfcmd.Get(tfcmd.GetOptions{Update: update, Vars: a.earlyVars(a.early.Init)})
 }
 
 // workspaceCmd selects workspace name, creating it when missing.
 func (a Args) workspaceCmd(name string) tfcmd.Cmd {
-	return tfcmd.WorkspaceSelect(tfcmd.WorkspaceSelectOptions{Name: name, Vars: a.earlyVars()})
+	return tfcmd.WorkspaceSelect(tfcmd.WorkspaceSelectOptions{Name: name, Vars: a.earlyVars(a.early.Workspace)})
+}
+
+// showPlanCmd is show -json of the saved plan planFile.
+func (a Args) showPlanCmd(planFile string) tfcmd.Cmd {
+	return tfcmd.ShowPlan(tfcmd.ShowPlanOptions{PlanFile: planFile, Vars: a.earlyVars(a.early.Inspect)})
+}
+
+// validateCmd is the unit's validate.
+func (a Args) validateCmd() tfcmd.Cmd {
+	return tfcmd.Validate(tfcmd.ValidateOptions{Vars: a.earlyVars(a.early.Inspect)})
 }
 
 // planCmd is the unit's plan (destroy: -destroy; out: -out, "" for none).

@@ -40,10 +40,14 @@ func TestArgsReachTheirCommands(t *testing.T) {
 	require.Equal(t, []string{"apply", "-auto-approve", "-json", "-input=false", "-lock-timeout=0ms", "-lock=true", "-parallelism=4", "/p"}, a.applyPlanCmd("0ms", "/p").Args)
 	// Plan arguments reach init, get and workspace select only where the
 	// engine evaluates variables early.
-	require.Empty(t, a.earlyVars().Args())
-	a.initVars = true
-	require.Equal(t, vars, a.earlyVars().Args())
+	require.Empty(t, a.earlyVars(a.early.Init).Args())
+	require.Equal(t, []string{"validate", "-no-color"}, a.validateCmd().Args)
+	require.Equal(t, []string{"show", "-json", "-no-color", "/p"}, a.showPlanCmd("/p").Args)
+	a.early = earlyRules{Init: true, Inspect: true}
+	require.Equal(t, vars, a.earlyVars(a.early.Init).Args())
 	require.Equal(t, append([]string{"init", "-input=false", "-no-color", "-backend-config=path=/x", "-reconfigure", "-upgrade"}, vars...), a.initCmd(false).Args)
+	require.Equal(t, append([]string{"validate", "-no-color"}, vars...), a.validateCmd().Args)
+	require.Equal(t, append(append([]string{"show", "-json", "-no-color"}, vars...), "/p"), a.showPlanCmd("/p").Args)
 }
 
 func TestCheckArgs(t *testing.T) {

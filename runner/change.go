@@ -107,6 +107,14 @@ func (x *unitRun) forgetApplied() error {
 // example a repository root, with the output of git diff --name-only).
 // Symlinks are resolved on both sides. Units are returned in the order
 // given; generated files and variables are not paths and are not seen.
+//
+// A module source that is an expression (early evaluation) reaches the
+// module the unit's variables select, evaluated as the runner does for
+// the workdir (Args.Vars, Args.VarFiles, TF_VAR_* in Unit.Env and the
+// process, the component's variable files; Workdir.ModuleSources where
+// the caller gives them); where it cannot be evaluated (a value only
+// Generate gives, a function), every change counts as affecting the unit:
+// Affected may report more units than a change affects, never fewer.
 func Affected(units []Unit, base string, paths ...string) ([]string, error) {
 	resolve := func(p string) string {
 		if !filepath.IsAbs(p) {
@@ -139,7 +147,8 @@ func Affected(units []Unit, base string, paths ...string) ([]string, error) {
 	// What follows from a component's source is worked out once for all
 	// its instances: the cost grows with distinct sources, not units.
 	resolved := map[string]string{} // Workdir.Source as given -> resolved
-	bySource := map[string]bool{}   // resolved source -> a changed path lies in its dirs
+	bySource := map[string]bool{}   // resolved source (and dynamic sources' values) -> a changed path lies in its dirs
+	dynamic := map[string]bool{}    // Workdir.Source as given -> its root module has dynamic sources
 	for i := range units {
 		u := &units[i]
 		if u.Workdir.Source == "" {
@@ -150,12 +159,26 @@ func Affected(units []Unit, base string, paths ...string) ([]string, error) {
 			src = resolve(u.Workdir.Source)
 			resolved[u.Workdir.Source] = src
 		}
-		hit, ok := bySource[src]
+		// A component whose module sources are expressions reaches the
+		// modules the unit's own variables select: keyed by their values.
+		sources, unknown := affectedSources(u, dynamic)
+		key := src
+		if sources != nil {
+			b, _ := json.Marshal(sources)
+			key += "\x00" + string(b)
+		}
+		hit, ok := bySource[key]
+		if !ok && unknown {
+			// A source it cannot evaluate may select any module: every
+			// change counts.
+			hit, ok = len(changed) > 0, true
+			bySource[key] = hit
+		}
 		if !ok {
 			var dirs []string
 			// No engine here: a module either engine would read counts.
 			for _, rule := range []modtree.Files{modtree.TerraformFiles, modtree.TofuFiles} {
-				for _, d := range modtree.Walk(src, rule).LocalDirs() {
+				for _, d := range modtree.WalkWith(src, rule, sources[rule]).LocalDirs() {
 					dirs = append(dirs, resolve(d))
 				}
 			}
@@ -165,7 +188,7 @@ func Affected(units []Unit, base string, paths ...string) ([]string, error) {
 					return c == d || strings.HasPrefix(c, d+string(filepath.Separator))
 				})
 			})
-			bySource[src] = hit
+			bySource[key] = hit
 		}
 		if !hit {
 			for _, f := range u.Args.VarFiles {
@@ -213,4 +236,45 @@ func linkTargets(dirs []string) []string {
 		})
 	}
 	return out
+}
+
+// affectedSources returns the values of unit u's dynamic module sources
+// for Affected under each engine's file rule (nil when it has none), and
+// whether one could not be evaluated. dynamic caches, by source dir,
+// whether there are any.
+func affectedSources(u *Unit, dynamic map[string]bool) (map[modtree.Files]map[string]string, bool) {
+	src := u.Workdir.Source
+	rules := []modtree.Files{modtree.TerraformFiles, modtree.TofuFiles}
+	if u.Workdir.ModuleSources != nil {
+		return map[modtree.Files]map[string]string{rules[0]: u.Workdir.ModuleSources, rules[1]: u.Workdir.ModuleSources}, false
+	}
+	has, ok := dynamic[src]
+	if !ok {
+		root, _ := filepath.Abs(src)
+		for _, rule := range rules {
+			has = has || slices.ContainsFunc(modtree.Walk(src, rule).Calls, func(c modtree.Call) bool {
+				return c.Parent == root && modtree.DynamicExpr(c.Source)
+			})
+		}
+		dynamic[src] = has
+	}
+	if !has {
+		return nil, false
+	}
+	out := map[modtree.Files]map[string]string{}
+	unknown := false
+	for _, rule := range rules {
+		cfs, err := modtree.ReadConfig(src, nil, rule)
+		if err != nil {
+			return nil, true
+		}
+		files := make([]configFile, len(cfs))
+		for i, cf := range cfs {
+			files[i] = configFile{name: cf.Name, data: cf.Data}
+		}
+		vals, unk := newEarlyInputsFrom(files, src, u.Workdir.Files, u.Args, unitEnv(processEnv(), nil, "", u.Env)).moduleSources()
+		out[rule] = vals
+		unknown = unknown || len(unk) > 0
+	}
+	return out, unknown
 }

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
 // DryRunStep is what Run would do with one selected unit, as DryRun
@@ -117,13 +115,14 @@ func (rs *runState) dryRunUnit(ctx context.Context, i, wave int) (st DryRunStep,
 		}
 		maps.Copy(spec.Files, files)
 	}
+	x.moduleSources(&spec)
 	w, err := rs.cfg.workdirs.Prepare(ctx, spec)
 	if err != nil {
 		return st, err
 	}
 	defer func() { err = errors.Join(err, w.Close()) }()
 	x.w, x.dir = w, w.Dir
-	x.tree = modtree.Walk(x.dir, configRule(rs.eng.Kind))
+	x.walk()
 	if rs.cfg.cache != nil {
 		if x.user, x.userDigest, err = x.userCLIConfig(); err != nil {
 			return st, fmt.Errorf("read your CLI config: %w", err)

@@ -194,7 +194,7 @@ func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig) st
 		fp.addFile("modules", manifest)
 	}
 	a := x.u.Args
-	a.initVars = false // the values init reads are in the backend and calls fields
+	a.early = earlyRules{} // the values init reads are in the backend and calls fields
 	fp.addString("args", strings.Join(a.initCmd(false).Args, "\x00"))
 	for _, k := range []string{"TF_CLI_ARGS", "TF_CLI_ARGS_init"} {
 		fp.addString(k, x.env[k])

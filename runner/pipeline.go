@@ -39,10 +39,14 @@ type unitRun struct {
 	w    *workdir.Workdir
 	dir  string        // where terraform runs: the component inside the workdir
 	tree *modtree.Tree // the module tree at dir, walked once per unit
-	root *rootConfig   // the root module's configuration, read once per unit (readRootConfig)
-	out  *unitOutput
-	env  map[string]string
-	tf   *tfcmd.Process
+	// sources are the workdir's Spec.ModuleSources (see moduleSources);
+	// unknown says where a dynamic source could not be evaluated.
+	sources map[string]string
+	unknown []string
+	root    *rootConfig // the root module's configuration, read once per unit (readRootConfig)
+	out     *unitOutput
+	env     map[string]string
+	tf      *tfcmd.Process
 
 	user       *cliconfig.File // the CLI config the unit's terraform would read on its own
 	userDigest string          // its digest, for the init record
@@ -81,6 +85,7 @@ func (rs *runState) runUnit(ctx context.Context, i int) (rec unitRecord, out pip
 		}
 		maps.Copy(spec.Files, files)
 	}
+	x.moduleSources(&spec)
 	t0 := time.Now()
 	w, err := rs.cfg.workdirs.Prepare(workdir.WithLockWait(ctx, x.instanceWait), spec)
 	if err != nil {
@@ -164,7 +169,7 @@ func (x *unitRun) pipeline(ctx context.Context) (out pipelineOutcome, err error)
 		out.cmd, err = x.importPlan()
 		return out, err
 	}
-	x.tree = modtree.Walk(x.dir, configRule(x.rs.eng.Kind))
+	x.walk()
 	if x.rs.cfg.cache != nil {
 		if x.user, x.userDigest, err = x.userCLIConfig(); err != nil {
 			return out, fmt.Errorf("read your CLI config: %w", err)
@@ -371,7 +376,7 @@ func (x *unitRun) command(ctx context.Context) (stepOutcome, error) {
 		}
 		return changesOf(r), nil
 	case kindValidate:
-		_, err := x.tf.Run(ctx, tfcmd.Validate())
+		_, err := x.tf.Run(ctx, x.u.Args.validateCmd())
 		return stepOutcome{}, err
 	case kindOutput:
 		outs, err := x.readOutputs(ctx)

@@ -116,7 +116,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) (out stepOutcome, 
 	if err := os.Rename(tmp, file); err != nil {
 		return out, fmt.Errorf("keep saved plan: %w", err)
 	}
-	show, err := x.tf.Run(ctx, tfcmd.ShowPlan(file))
+	show, err := x.tf.Run(ctx, x.u.Args.showPlanCmd(file))
 	if err != nil {
 		return out, err
 	}

@@ -77,6 +77,10 @@ type runState struct {
 	// among this Run's running terraform processes.
 	share *tfcmd.CoreShare
 
+	// dynamic holds, by component source dir, whether its root module
+	// has a module source that is an expression: read once per Run.
+	dynamic sync.Map
+
 	modStore   *modstore.Store           // remote modules across processes; nil: once per Run
 	flights    flight.Group[setup]       // provider setup, once per requirement set
 	modFlights flight.Group[modSnapshot] // remote modules, once per module key

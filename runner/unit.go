@@ -89,10 +89,10 @@ type Args struct {
 	// store's set, so the component's other instances get them too.
 	Upgrade bool
 
-	// initVars passes Vars and VarFiles to init, get and workspace select
-	// too: set by Run for an engine that evaluates variables early
-	// (OpenTofu 1.8 and later; see forEngine).
-	initVars bool
+	// early says which commands besides plan, apply and destroy get Vars
+	// and VarFiles: set by Run for the engine that runs (earlyRulesOf;
+	// see forEngine).
+	early earlyRules
 }
 
 func (u *Unit) id() string {

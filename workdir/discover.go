@@ -32,11 +32,13 @@ type layout struct {
 // discover follows local module calls from the component, recursively
 // (modtree's walk: terraform's rule for local sources, paths as reached
 // through symlinks), and returns the smallest layout that keeps every
-// relative source resolvable. Problems in the tree are not an error here:
+// relative source resolvable; a root module call whose source is an
+// expression is followed where sources gives its value (see
+// Spec.ModuleSources). Problems in the tree are not an error here:
 // terraform reports them better, and the files still need to be in the
 // workdir for it to do so.
-func discover(ctx context.Context, log *slog.Logger, component string, rule modtree.Files) layout {
-	tr := modtree.Walk(component, rule)
+func discover(ctx context.Context, log *slog.Logger, component string, rule modtree.Files, sources map[string]string) layout {
+	tr := modtree.WalkWith(component, rule, sources)
 	if err := tr.Err(); err != nil {
 		log.DebugContext(ctx, "module tree has errors; following what parsed", "dir", component, "err", err)
 	}

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/treesum"
@@ -45,6 +48,8 @@ type checked struct {
 	source string // absolute component dir, as given (symlinks kept)
 	files  []genFile
 	rule   modtree.Files // which files are configuration: Spec.Engine's
+	// sources are Spec.ModuleSources, nil when it is empty.
+	sources map[string]string
 }
 
 // Spec says which instance to prepare and from what.
@@ -74,6 +79,18 @@ type Spec struct {
 	// runner sets it from the engine it detected. Changing it for an
 	// instance rebuilds the workdir's layout, instance-owned data kept.
 	Engine Engine
+	// ModuleSources are the values of the component's module sources
+	// that are expressions (`source = "../../modules/${var.name}"`, an
+	// engine that evaluates variables early: OpenTofu 1.8, Terraform
+	// 1.15), by module name, for calls of the component itself: the
+	// value the engine will evaluate each to with the instance's
+	// variables. Prepare follows a local one like a literal local source,
+	// so the module it selects is in the workdir at the same relative
+	// position; a change of a value rebuilds the layout. A dynamic source
+	// not named here is not followed (a module inside the component is
+	// copied with it all the same). The runner evaluates them from the
+	// unit's variables; a host that uses workdir alone sets them itself.
+	ModuleSources map[string]string
 	// Rehash makes Prepare read and hash every file of the source set
 	// again. Without it, a file this Manager has read before is not read
 	// again while its inode, size, mode, mtime and ctime are what they
@@ -236,6 +253,17 @@ func (m *Manager) check(s Spec) (*checked, error) {
 	if c.files, err = checkFiles(s.Files); err != nil {
 		return c, err
 	}
+	for n, v := range s.ModuleSources {
+		if !hclsyntax.ValidIdentifier(n) {
+			return c, invalid("module source", n, "is not a module name")
+		}
+		if v == "" {
+			return c, invalid("module source", n, "has an empty value")
+		}
+	}
+	if len(s.ModuleSources) > 0 {
+		c.sources = maps.Clone(s.ModuleSources)
+	}
 	// A generated file at the local backend's state path would replace the
 	// instance's state on every Prepare.
 	if len(c.files) > 0 {
@@ -332,7 +360,7 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 	if err := checkHome(filepath.Join(m.root, id)); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}
-	st, err := m.materialize(ctx, id, c.source, c.files, c.rule, s.Rehash)
+	st, err := m.materialize(ctx, id, c, s.Rehash)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,12 +21,13 @@ import (
 
 // input is everything a build works from.
 type input struct {
-	source  string          // absolute component dir
-	files   []genFile       // generated files
-	rule    modtree.Files   // which files are configuration (Spec.Engine)
-	backend modtree.Backend // the component's backend, generated files included
-	dataDir string          // the instance's TF_DATA_DIR, where the engine records the backend it configured
-	sums    *treesum.Memo   // source digests to reuse; nil when the caller asked for a full re-hash
+	source  string            // absolute component dir
+	files   []genFile         // generated files
+	rule    modtree.Files     // which files are configuration (Spec.Engine)
+	sources map[string]string // Spec.ModuleSources
+	backend modtree.Backend   // the component's backend, generated files included
+	dataDir string            // the instance's TF_DATA_DIR, where the engine records the backend it configured
+	sums    *treesum.Memo     // source digests to reuse; nil when the caller asked for a full re-hash
 }
 
 // stateBackends are the backends whose local state is the instance's (see
@@ -34,7 +36,8 @@ func (in input) stateBackends() []modtree.Backend { return stateBackends(in.back
 
 // materialize makes root/id match the source and generated files. The
 // caller holds the instance lock.
-func (m *Manager) materialize(ctx context.Context, id, source string, files []genFile, rule modtree.Files, rehash bool) (*stamp, error) {
+func (m *Manager) materialize(ctx context.Context, id string, c *checked, rehash bool) (*stamp, error) {
+	source, files, rule := c.source, c.files, c.rule
 	home := filepath.Join(m.root, id)
 	scratch := filepath.Join(m.root, tmpDir, id)
 	// Leftovers of a cold build or removal killed before its rename; nobody
@@ -47,7 +50,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 	if err != nil && !cold {
 		return nil, err
 	}
-	in := input{source: source, files: files, rule: rule, backend: m.readBackend(ctx, source, files, rule), dataDir: instanceDataDir(home), sums: &m.sums}
+	in := input{source: source, files: files, rule: rule, sources: c.sources, backend: m.readBackend(ctx, source, files, rule), dataDir: instanceDataDir(home), sums: &m.sums}
 	if rehash {
 		in.sums = nil
 	}
@@ -64,7 +67,7 @@ func (m *Manager) materialize(ctx context.Context, id, source string, files []ge
 		}
 	}
 
-	lay := discover(ctx, m.log, source, rule)
+	lay := discover(ctx, m.log, source, rule, in.sources)
 	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(lay.component, in.stateBackends()...), inputsOf(lay.reads, lay.component, in.stateBackends()...), m.budget, in.sums)
 	if err != nil {
 		return nil, err
@@ -139,7 +142,8 @@ func (m *Manager) noteSkipped(ctx context.Context, id string, set *scan) {
 // generated names is unchanged, so only generated contents may need
 // rewriting. It reads the source but copies nothing.
 func (m *Manager) warm(ctx context.Context, home string, old *stamp, in input) (*stamp, *scan, bool, error) {
-	if old == nil || !old.Complete || old.Source != in.source || old.Engine != stampEngine(in.rule) || old.Materialized == "" || !old.ReadsKnown || !stillMissing(old.Missing) {
+	if old == nil || !old.Complete || old.Source != in.source || old.Engine != stampEngine(in.rule) || old.Materialized == "" || !old.ReadsKnown || !stillMissing(old.Missing) ||
+		!maps.Equal(old.ModuleSources, in.sources) {
 		return nil, nil, false, nil
 	}
 	gen := genPaths(old.Component, in.files)
@@ -211,7 +215,7 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 	}
 
 	next := &stamp{
-		Source: in.source, Engine: stampEngine(in.rule), Base: lay.base, Component: lay.component, Dirs: lay.dirs, Missing: lay.missing,
+		Source: in.source, Engine: stampEngine(in.rule), Base: lay.base, Component: lay.component, Dirs: lay.dirs, Missing: lay.missing, ModuleSources: in.sources,
 		Files: newFiles, Generated: gen, Reads: lay.reads, ReadsKnown: true,
 	}
 	if old != nil {

@@ -107,3 +107,49 @@ func TestSymlinkedSource(t *testing.T) {
 	w := prepare(t, m, Spec{Stack: "s", Instance: "i", Source: link})
 	require.Equal(t, map[string]string{"main.tf": `resource "terraform_data" "x" {}`}, regularFiles(t, w.Dir))
 }
+
+// A module source that is an expression is followed with the value
+// Spec.ModuleSources gives it: the module it selects, outside the
+// component, is in the workdir at the same relative position, and
+// another value re-prepares the workdir with the other module (and
+// without the first). A value for a name that is not a module name, or
+// an empty value, is refused as invalid before anything is written.
+func TestPrepareFollowsModuleSources(t *testing.T) {
+	base := t.TempDir()
+	testenv.WriteTree(t, base, map[string]string{
+		"components/app/main.tf": `module "net" { source = "../../modules/${var.net}" }` + "\n",
+		"modules/blue/main.tf":   `output "x" { value = "blue" }`,
+		"modules/green/main.tf":  `output "x" { value = "green" }`,
+	})
+	src := filepath.Join(base, "components", "app")
+	m := newManager(t)
+	files := func(w *Workdir) map[string]string {
+		t.Helper()
+		got := regularFiles(t, filepath.Join(w.Home, "src"))
+		delete(got, "components/app/main.tf")
+		return got
+	}
+
+	w := prepare(t, m, Spec{Stack: "s", Instance: "i", Source: src})
+	require.Equal(t, filepath.Join(w.Home, "src"), w.Dir, "no value: the component alone")
+	require.NoError(t, w.Close())
+
+	w = prepare(t, m, Spec{Stack: "s", Instance: "i", Source: src, ModuleSources: map[string]string{"net": "../../modules/blue"}})
+	require.Equal(t, filepath.Join(w.Home, "src", "components", "app"), w.Dir)
+	require.Equal(t, map[string]string{"modules/blue/main.tf": `output "x" { value = "blue" }`}, files(w))
+	require.NoError(t, w.Close())
+
+	w = prepare(t, m, Spec{Stack: "s", Instance: "i", Source: src, ModuleSources: map[string]string{"net": "../../modules/green"}})
+	require.Equal(t, map[string]string{"modules/green/main.tf": `output "x" { value = "green" }`}, files(w), "another value, the other module")
+	require.NoError(t, w.Close())
+
+	for _, bad := range []map[string]string{{"a b": "./x"}, {"net": ""}} {
+		_, err := m.Prepare(t.Context(), Spec{Stack: "s", Instance: "j", Source: src, ModuleSources: bad})
+		require.ErrorIs(t, err, ErrInvalid)
+		require.Contains(t, err.Error(), "module source")
+		home, err := m.Home("s", "j")
+		require.NoError(t, err)
+		_, err = os.Stat(home)
+		require.ErrorIs(t, err, os.ErrNotExist, "nothing written")
+	}
+}

@@ -43,6 +43,9 @@ type stamp struct {
 	Reads      []string          `json:"reads,omitempty"`
 	ReadsKnown bool              `json:"reads_known,omitempty"`
 	Inputs     map[string]string `json:"inputs,omitempty"`
+	// ModuleSources are the Spec.ModuleSources the layout was discovered
+	// with: other values may select other module dirs.
+	ModuleSources map[string]string `json:"module_sources,omitempty"`
 }
 
 // digest is Workdir.Digest: what the build materialized from the source

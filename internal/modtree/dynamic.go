@@ -6,13 +6,14 @@ import (
 )
 
 // DynamicExpr reports whether s, a module call's source or version as the
-// walk reads it, is the text of an expression over input variables or
-// locals (OpenTofu's early evaluation) rather than a literal value:
-// terraform-config-inspect hands such expressions back as written. s is
-// dynamic when it parses, whole, as one HCL expression that refers to
-// var.NAME or local.NAME. A literal source never does: registry
-// addresses parse as divisions of bare names, and URLs and paths do not
-// parse at all.
+// walk reads it, is the text of an expression over input variables,
+// locals or path attributes (early evaluation: OpenTofu 1.8, Terraform
+// 1.15) rather than a literal value: terraform-config-inspect hands such
+// expressions back as written. s is dynamic when it parses, whole, as one
+// HCL expression that refers to var.NAME, local.NAME or path.NAME
+// ("${path.module}/../modules/net" names a local directory, but only once
+// evaluated), or calls a function. A literal source never does: registry addresses parse as
+// divisions of bare names, and URLs and paths do not parse at all.
 func DynamicExpr(s string) bool {
 	if s == "" {
 		return false
@@ -22,9 +23,15 @@ func DynamicExpr(s string) bool {
 		return false
 	}
 	for _, t := range e.Variables() {
-		if len(t) >= 2 && (t.RootName() == "var" || t.RootName() == "local") {
+		if len(t) >= 2 && (t.RootName() == "var" || t.RootName() == "local" || t.RootName() == "path") {
 			return true
 		}
 	}
-	return false
+	calls := false
+	_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
+		_, ok := n.(*hclsyntax.FunctionCallExpr)
+		calls = calls || ok
+		return nil
+	})
+	return calls
 }

@@ -36,12 +36,18 @@ type Call struct {
 	// Local is IsLocal(Source).
 	Local bool
 	// Dynamic is set when the source or version is an expression over
-	// input variables or locals (OpenTofu's early evaluation, 1.8);
-	// Source or Version then holds the expression's text as written
-	// (`var.src`, `"./mods/${var.flavor}"`), the call is not Local and
-	// is not followed: what it names depends on the values the engine is
-	// given. See DynamicExpr.
+	// input variables, locals or path attributes (early evaluation:
+	// OpenTofu 1.8, Terraform 1.15); Source or Version then holds the
+	// expression's text as written (`var.src`, `"./mods/${var.flavor}"`),
+	// the call is not Local and is not followed: what it names depends on
+	// the values the engine is given. See DynamicExpr. A call of the root
+	// module whose source WalkWith was given a value for holds that value
+	// in Source (the text in SourceExpr) and is Local and followed when
+	// the value is a local path.
 	Dynamic bool
+	// SourceExpr is the source's expression text when Source holds the
+	// value a WalkWith caller evaluated it to; "" otherwise.
+	SourceExpr string
 	// Dir is set for local calls only: the calling module's Dir joined
 	// with Source and cleaned lexically (as terraform does), symlinks
 	// kept. Tree.Modules[Dir] describes it.
@@ -91,15 +97,25 @@ type Tree struct {
 // taken by the engine's rule (see Files). It never fails as a whole:
 // problems are recorded on the modules and calls concerned and summed up
 // by Tree.Err.
-func Walk(root string, files Files) *Tree {
+func Walk(root string, files Files) *Tree { return WalkWith(root, files, nil) }
+
+// WalkWith is Walk with the values of the root module's dynamic sources:
+// sources maps a module call of the root module (by name) whose source
+// is an expression to the value the engine will evaluate it to (the
+// caller evaluated it with the unit's variables). Such a call's Source is
+// that value; a local one is followed like any local call. Dynamic calls
+// of the root module that sources does not name, and every dynamic call
+// of a child module, are listed and not followed, as in Walk.
+func WalkWith(root string, files Files, sources map[string]string) *Tree {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		abs = filepath.Clean(root)
 	}
 	w := &walker{
-		t:      &Tree{Root: abs, Modules: map[string]*Module{}},
-		parsed: map[string]*Module{},
-		files:  files,
+		t:       &Tree{Root: abs, Modules: map[string]*Module{}},
+		parsed:  map[string]*Module{},
+		files:   files,
+		sources: sources,
 	}
 	w.visit(abs, "", nil)
 	sort.Slice(w.t.Calls, func(i, j int) bool { return w.t.Calls[i].Key < w.t.Calls[j].Key })
@@ -107,9 +123,10 @@ func Walk(root string, files Files) *Tree {
 }
 
 type walker struct {
-	t      *Tree
-	parsed map[string]*Module // by resolved path: each real directory is parsed once
-	files  Files
+	t       *Tree
+	parsed  map[string]*Module // by resolved path: each real directory is parsed once
+	files   Files
+	sources map[string]string // the root module's evaluated dynamic sources, by call name
 }
 
 // visit follows the calls of the module in dir; chain holds the resolved
@@ -135,6 +152,10 @@ func (w *walker) visit(dir, key string, chain []string) {
 		c := Call{Key: k, Name: n, Source: mc.Source, Version: mc.Version, Parent: dir,
 			Dynamic: DynamicExpr(mc.Source) || DynamicExpr(mc.Version)}
 		c.Local = !c.Dynamic && IsLocal(mc.Source)
+		if v, ok := w.sources[n]; ok && key == "" && DynamicExpr(mc.Source) {
+			c.SourceExpr, c.Source = mc.Source, v
+			c.Local = IsLocal(v)
+		}
 		if c.Local {
 			c.Dir = filepath.Join(dir, filepath.FromSlash(c.Source))
 			if sub := w.load(c.Dir); sub.Resolved != "" && slices.Contains(chain, sub.Resolved) {

@@ -204,3 +204,46 @@ module "gone" { source = "../gone" }`,
 	require.ErrorIs(t, tr.Err(), ErrMissing)
 	require.Empty(t, tr.LocalDirs())
 }
+
+// WalkWith follows a dynamic source of the root module whose value it is
+// given like a literal local call (a module outside the component
+// included), keeps the expression's text, leaves a dynamic call it has no
+// value for unfollowed, and never applies a value to a child module's
+// call of the same name.
+func TestWalkWithSources(t *testing.T) {
+	base := t.TempDir()
+	testenv.WriteTree(t, base, map[string]string{
+		"components/app/main.tf": `
+module "net" { source = "../../modules/${var.net}" }
+module "db" { source = "../../modules/${var.db}" }
+module "inner" { source = "./inner" }`,
+		"components/app/inner/main.tf": `module "net" { source = "../../../modules/${var.net}" }`,
+		"modules/blue/main.tf":         `module "leaf" { source = "./leaf" }`,
+		"modules/blue/leaf/main.tf":    `output "x" { value = 1 }`,
+		"modules/green/main.tf":        `output "x" { value = 2 }`,
+	})
+	root := filepath.Join(base, "components", "app")
+	plain := Walk(root, TerraformFiles)
+	require.Equal(t, []string{root, filepath.Join(root, "inner")}, plain.LocalDirs(), "no values: dynamic calls are not followed")
+
+	tr := WalkWith(root, TerraformFiles, map[string]string{"net": "../../modules/blue"})
+	require.NoError(t, tr.Err())
+	net := call(t, tr, "net")
+	require.True(t, net.Dynamic)
+	require.True(t, net.Local)
+	require.Equal(t, "../../modules/blue", net.Source)
+	require.Equal(t, `"../../modules/${var.net}"`, net.SourceExpr)
+	require.Equal(t, filepath.Join(base, "modules", "blue"), net.Dir)
+	require.Equal(t, []string{root, filepath.Join(root, "inner"), filepath.Join(base, "modules", "blue"), filepath.Join(base, "modules", "blue", "leaf")},
+		sortedCopy(tr.LocalDirs()), "the selected module and what it calls")
+	db := call(t, tr, "db")
+	require.True(t, db.Dynamic)
+	require.False(t, db.Local, "no value for it")
+	require.Empty(t, db.SourceExpr)
+	innerNet := call(t, tr, "inner.net")
+	require.False(t, innerNet.Local, "a child module's call is not the root module's")
+	require.Equal(t, `"../../../modules/${var.net}"`, innerNet.Source)
+
+	remote := WalkWith(root, TerraformFiles, map[string]string{"net": "registry.invalid/ns/net/aws"})
+	require.False(t, call(t, remote, "net").Local, "a value that is not a local path is not followed")
+}

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
@@ -10,6 +11,22 @@ import (
 type Engine struct {
 	Kind engine.Kind // engine.Terraform or engine.OpenTofu
 	Path string      // absolute path of the binary
+	// Name is the engine's name in the matrix and its sub-test's name:
+	// "terraform" (the one on PATH, the oldest Terraform), "tofu"
+	// (TofuVersion, the oldest OpenTofu), or a Build's Name for the
+	// newest releases ("terraform-1.16.0", "tofu-1.12.6").
+	Name string
+	// Lacks lists the state backends the binary leaves out (Build.Lacks).
+	Lacks []string
+}
+
+// NeedBackend skips the test when the engine was built without the state
+// backend name, saying which engine and why; it does nothing otherwise.
+func (e Engine) NeedBackend(tb testing.TB, name string) {
+	tb.Helper()
+	if slices.Contains(e.Lacks, name) {
+		tb.Skipf("skipping: %s was built from the Go module proxy's zip, which leaves out the %q backend's nested module", e.Name, name)
+	}
 }
 
 // Binary returns the path of a binary of the given engine: Terraform(tb) or
@@ -26,15 +43,45 @@ func Binary(tb testing.TB, kind engine.Kind) string {
 	return ""
 }
 
-// Engines runs fn as one sub-test per engine, named "terraform" and "tofu",
-// in that order. Each sub-test finds its binary itself, so an engine that
-// is unavailable skips (or, under CI=true, fails) only its own sub-test.
-// fn may call t.Parallel.
+// matrix is the engine matrix, in the order Engines runs it: the oldest
+// supported and the newest served release of each engine.
+var matrix = []struct {
+	name  string
+	kind  engine.Kind
+	build *Build // nil: Binary(kind)
+}{
+	{"terraform", engine.Terraform, nil},
+	{Terraform116.Name(), engine.Terraform, &Terraform116},
+	{"tofu", engine.OpenTofu, nil},
+	{Tofu112.Name(), engine.OpenTofu, &Tofu112},
+}
+
+// Matrix returns the names of the engine matrix's engines in the order
+// Engines runs them.
+func Matrix() []string {
+	out := make([]string, len(matrix))
+	for i, m := range matrix {
+		out[i] = m.name
+	}
+	return out
+}
+
+// Engines runs fn as one sub-test per engine of the matrix: "terraform"
+// (on PATH), "terraform-1.16.0", "tofu" (TofuVersion) and "tofu-1.12.6",
+// in that order. Each sub-test finds or builds its binary itself, so an
+// engine that is unavailable skips (or, under CI=true, fails) only its
+// own sub-test. fn may call t.Parallel.
 func Engines(t *testing.T, fn func(t *testing.T, e Engine)) {
 	t.Helper()
-	for _, k := range []engine.Kind{engine.Terraform, engine.OpenTofu} {
-		t.Run(string(k), func(t *testing.T) {
-			fn(t, Engine{Kind: k, Path: Binary(t, k)})
+	for _, m := range matrix {
+		t.Run(m.name, func(t *testing.T) {
+			e := Engine{Kind: m.kind, Name: m.name}
+			if m.build == nil {
+				e.Path = Binary(t, m.kind)
+			} else {
+				e.Path, e.Lacks = m.build.Binary(t), m.build.Lacks
+			}
+			fn(t, e)
 		})
 	}
 }

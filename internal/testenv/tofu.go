@@ -10,153 +10,38 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/gofrs/flock"
-
-	"github.com/tfisolate/tfisolate/internal/engine"
 )
 
 // TofuVersion is the OpenTofu release Tofu builds.
 const TofuVersion = "1.10.6"
 
-// TofuBuildTimeout bounds Tofu's build, including the wait for another
-// process that is building it: a cold build compiles all of OpenTofu (about
-// six minutes on two cores).
-const TofuBuildTimeout = 20 * time.Minute
-
 // tofuModule is OpenTofu's Go module. `go install module@version` refuses
-// it (its go.mod has replace directives), so Tofu downloads the module and
-// builds ./cmd/tofu inside it.
+// it (its go.mod has replace directives), so a Build downloads the module
+// and builds ./cmd/tofu inside it.
 const tofuModule = "github.com/opentofu/opentofu"
 
-var (
-	tofuOnce sync.Once
-	tofuPath string
-	tofuErr  error
-)
-
-// Tofu returns the path of an OpenTofu TofuVersion binary, built from
-// OpenTofu's Go module once per machine and cached under
-// os.UserCacheDir()/tfisolate/tofu/vVERSION/tofu. Concurrent test binaries
-// share one build (an exclusive flock beside the binary); the build goes to
-// a temp dir that is renamed into place only after the binary reported the
-// expected version, so a killed build leaves nothing a later run would use.
-// When it cannot be built the test is skipped with the reason, except under
+// Tofu returns the path of an OpenTofu TofuVersion binary (Tofu110),
+// built from OpenTofu's Go module once per machine and cached under
+// os.UserCacheDir()/tfisolate/tofu/vVERSION/tofu (see Build). When it
+// cannot be built the test is skipped with the reason, except under
 // CI=true, where it fails.
 func Tofu(tb testing.TB) string {
 	tb.Helper()
-	tofuOnce.Do(func() {
-		tofuPath, tofuErr = EnsureTofu(context.Background())
-	})
-	if tofuErr != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("OpenTofu is required under CI=true: %v", tofuErr)
-		}
-		tb.Skipf("skipping: OpenTofu %s is not available (%v); it is built once per machine with the go command from module %s@v%s (the module proxy must be reachable)",
-			TofuVersion, tofuErr, tofuModule, TofuVersion)
-	}
-	return tofuPath
+	return Tofu110.Binary(tb)
 }
 
 // TofuCacheDir returns the directory Tofu builds into and keeps the binary
 // in: os.UserCacheDir()/tfisolate/tofu/vVERSION.
-func TofuCacheDir() (string, error) {
-	c, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("OpenTofu build cache: %w", err)
-	}
-	return filepath.Join(c, "tfisolate", "tofu", "v"+TofuVersion), nil
-}
+func TofuCacheDir() (string, error) { return Tofu110.CacheDir() }
 
 // EnsureTofu is Tofu for programs that are not tests (bench/): it returns
 // the path of the cached OpenTofu TofuVersion binary, building it first
-// when the cache has none (same cache, flock and deadline as Tofu), and
-// returns the reason as an error when it cannot. It never skips or fails a
-// test; ctx bounds the wait and the build.
-func EnsureTofu(ctx context.Context) (string, error) {
-	dir, err := TofuCacheDir()
-	if err != nil {
-		return "", err
-	}
-	return buildTofu(ctx, dir, nil)
-}
-
-// buildTofu makes dir/tofu if it is not there yet and returns its path.
-// onBuild, when not nil, is told the temp dir of a build once `go build` has
-// started (tests kill the build then).
-func buildTofu(ctx context.Context, dir string, onBuild func(tmp string)) (string, error) {
-	final := filepath.Join(dir, engine.OpenTofu.Executable())
-	if isExecutable(final) {
-		return final, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, TofuBuildTimeout)
-	defer cancel()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("build OpenTofu: %w", err)
-	}
-	lk := flock.New(filepath.Join(dir, ".build.lock"))
-	ok, err := lk.TryLockContext(ctx, 250*time.Millisecond)
-	if err != nil || !ok {
-		if err == nil {
-			err = errors.New("not acquired")
-		}
-		return "", fmt.Errorf("build OpenTofu: lock %s: %w", lk.Path(), err)
-	}
-	defer lk.Unlock()
-	if isExecutable(final) { // another process built it while we waited
-		return final, nil
-	}
-	// Temp dirs are only made under the lock, so any left now belong to a
-	// build that was killed.
-	if old, _ := filepath.Glob(filepath.Join(dir, ".tmp-build-*")); len(old) > 0 {
-		for _, o := range old {
-			_ = os.RemoveAll(o)
-		}
-	}
-	tmp, err := os.MkdirTemp(dir, ".tmp-build-")
-	if err != nil {
-		return "", fmt.Errorf("build OpenTofu: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-
-	goBin, err := goTool()
-	if err != nil {
-		return "", fmt.Errorf("build OpenTofu: %w", err)
-	}
-	modDir, err := downloadModule(ctx, goBin, tmp, tofuModule, TofuVersion)
-	if err != nil {
-		return "", fmt.Errorf("build OpenTofu: %w", err)
-	}
-	out := filepath.Join(tmp, engine.OpenTofu.Executable())
-	// The flags of OpenTofu's own release build (.goreleaser.yaml): without
-	// version.dev=no the binary calls itself "1.10.6-dev".
-	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath",
-		"-ldflags=-s -w -X github.com/opentofu/opentofu/version.dev=no", "-o", out, "./cmd/tofu")
-	cmd.Dir = modDir // read-only: -o points into tmp
-	cmd.Env = goEnv()
-	started := func() {
-		if onBuild != nil {
-			onBuild(tmp)
-		}
-	}
-	if msg, err := runCapture(cmd, started); err != nil {
-		return "", fmt.Errorf("build OpenTofu: go build ./cmd/tofu in %s: %w\n%s", modDir, err, msg)
-	}
-	info, err := engine.Detect(ctx, out)
-	if err != nil {
-		return "", fmt.Errorf("build OpenTofu: the built binary: %w", err)
-	}
-	if info.Kind != engine.OpenTofu || info.Version.String() != TofuVersion {
-		return "", fmt.Errorf("build OpenTofu: the built binary is %s, want OpenTofu %s", info, TofuVersion)
-	}
-	if err := os.Rename(out, final); err != nil {
-		return "", fmt.Errorf("build OpenTofu: %w", err)
-	}
-	return final, nil
-}
+// when the cache has none, and returns the reason as an error when it
+// cannot. It never skips or fails a test; ctx bounds the wait and the
+// build.
+func EnsureTofu(ctx context.Context) (string, error) { return Tofu110.Ensure(ctx) }
 
 // ModuleDir returns the directory of the Go module path at version
 // ("1.11.4", no "v") in the module cache, fetched through the module

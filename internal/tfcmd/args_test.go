@@ -155,9 +155,11 @@ func TestOtherCommands(t *testing.T) {
 		want    []string
 		capture bool
 	}{
-		{"validate", Validate(), []string{"validate", "-no-color"}, false},
+		{"validate", Validate(ValidateOptions{}), []string{"validate", "-no-color"}, false},
+		{"validate vars", Validate(ValidateOptions{Vars: Vars{Values: map[string]string{"m": "x"}}}), []string{"validate", "-no-color", "-var", "m=x"}, false},
 		{"output", OutputJSON(), []string{"output", "-json"}, true},
-		{"show", ShowPlan("/p"), []string{"show", "-json", "-no-color", "/p"}, true},
+		{"show", ShowPlan(ShowPlanOptions{PlanFile: "/p"}), []string{"show", "-json", "-no-color", "/p"}, true},
+		{"show vars", ShowPlan(ShowPlanOptions{PlanFile: "/p", Vars: Vars{Files: []string{"f.tfvars"}}}), []string{"show", "-json", "-no-color", "-var-file=f.tfvars", "/p"}, true},
 		{"workspace", WorkspaceSelect(WorkspaceSelectOptions{Name: "blue"}), []string{"workspace", "select", "-or-create=true", "--", "blue"}, false},
 		// A name that looks like a flag stays a name.
 		{"workspace named like a flag", WorkspaceSelect(WorkspaceSelectOptions{Name: "-h"}), []string{"workspace", "select", "-or-create=true", "--", "-h"}, false},

@@ -126,7 +126,7 @@ func TestProcessRunsTheCommands(t *testing.T) {
 	// A context that ended: nothing runs, errors.Is sees the cause.
 	done, stop := context.WithCancel(ctx)
 	stop()
-	_, err = p.Run(done, Validate())
+	_, err = p.Run(done, Validate(ValidateOptions{}))
 	require.ErrorIs(t, err, context.Canceled)
 	require.True(t, errors.As(err, &te) && te.Command == "validate")
 

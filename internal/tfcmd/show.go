@@ -5,11 +5,21 @@ import (
 	"fmt"
 )
 
+// ShowPlanOptions are show -json's of a saved plan.
+type ShowPlanOptions struct {
+	// PlanFile is the saved plan.
+	PlanFile string
+	// Vars: as InitOptions.Vars (an engine that loads the configuration's
+	// module sources from variables to show a plan).
+	Vars Vars
+}
+
 // ShowPlan builds terraform show -json of a saved plan; its stdout is
 // captured (the document holds sensitive values in clear): read it with
 // ParsePlan.
-func ShowPlan(planFile string) Cmd {
-	return Cmd{Args: []string{"show", "-json", "-no-color", planFile}, Capture: true}
+func ShowPlan(o ShowPlanOptions) Cmd {
+	args := append([]string{"show", "-json", "-no-color"}, o.Vars.Args()...)
+	return Cmd{Args: append(args, o.PlanFile), Capture: true}
 }
 
 // PlanDoc is the part of terraform show -json of a plan that tfisolate
