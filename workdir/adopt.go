@@ -144,11 +144,18 @@ func (m *Manager) readAdopted() (reg adoptedRegister, exists bool, err error) {
 }
 
 // writeAdopted replaces the root's register atomically: a reader, and a
-// process killed mid-write, see the old register or the new one.
+// process killed mid-write, see the old register or the new one. The
+// caller holds the adoption lock, so no other writer is under way and
+// any temp file of the register found beside it is a killed writer's:
+// removed here, its only sweeper.
 func (m *Manager) writeAdopted(reg adoptedRegister) error {
 	b, err := json.MarshalIndent(reg, "", "  ")
 	if err != nil {
 		return err
+	}
+	left, _ := filepath.Glob(filepath.Join(m.root, atomicfile.TempPrefix+adoptedFile+"-*"))
+	for _, p := range left {
+		_ = os.Remove(p) // one left again is removed by the next write
 	}
 	if err := atomicfile.WriteFile(filepath.Join(m.root, adoptedFile), b, 0o600); err != nil {
 		return fmt.Errorf("record the adoption: %w", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/testenv"
 )
@@ -41,10 +42,15 @@ func TestSecondAdoptionRefused(t *testing.T) {
 	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "a" {}`, "terraform.tfstate": stateWith2})
 	m := newManager(t)
 	ctx := context.Background()
+	// What a writer of the register killed mid-write leaves: swept by
+	// the next write.
+	leftover := filepath.Join(m.Root(), atomicfile.TempPrefix+adoptedFile+"-123")
+	require.NoError(t, os.WriteFile(leftover, []byte(`{"cla`), 0o600))
 	mainSpec := Spec{Stack: "legacy", Instance: "main", Source: src, AdoptState: true}
 	w := prepare(t, m, mainSpec)
 	require.Equal(t, stateWith2, readFileString(t, filepath.Join(w.Dir, "terraform.tfstate")))
 	require.NoError(t, w.Close())
+	require.NoFileExists(t, leftover)
 	register := readFileString(t, filepath.Join(m.Root(), adoptedFile))
 
 	refused := func(s Spec, file string, lineage bool) {
@@ -102,6 +108,34 @@ func TestSecondAdoptionRefused(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, Owner{Stack: "legacy", Instance: "two", ID: ae.Owner.ID, Source: filepath.Join(src, "terraform.tfstate"),
 		Lineage: "src-lineage", Time: ae.Owner.Time}, ae.Owner)
+}
+
+// An adoption killed after its claim, before the copy and the
+// instance's record, leaves a claim naming the instance: another
+// instance is refused, and the instance's next adoption finishes the
+// job, claiming once.
+func TestAdoptionKilledAfterClaimFinishes(t *testing.T) {
+	src := t.TempDir()
+	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "a" {}`, "terraform.tfstate": stateWith2})
+	m := newManager(t)
+	mainSpec := Spec{Stack: "legacy", Instance: "main", Source: src, AdoptState: true}
+	w := prepare(t, m, mainSpec)
+	require.NoError(t, w.Close())
+	// What the kill left: the claim, and neither the copy nor the record.
+	require.NoError(t, os.Remove(filepath.Join(w.Dir, "terraform.tfstate")))
+	require.NoError(t, os.Remove(stateRecordPath(w.Home)))
+
+	_, err := m.Prepare(context.Background(), Spec{Stack: "legacy", Instance: "two", Source: src, AdoptState: true})
+	require.ErrorIs(t, err, ErrAdopted)
+	require.Contains(t, err.Error(), "instance legacy/main adopted it already")
+
+	w = prepare(t, m, mainSpec)
+	require.Equal(t, stateWith2, readFileString(t, filepath.Join(w.Dir, "terraform.tfstate")))
+	require.Len(t, readStateRecord(w.Home).Adopted, 1)
+	reg, _, err := m.readAdopted()
+	require.NoError(t, err)
+	require.Len(t, reg.Claims, 1)
+	require.Equal(t, "main", reg.Claims[0].Instance)
 }
 
 // A root whose adoptions were recorded only in the instances' own

@@ -40,8 +40,8 @@ import (
 //     stops it before anything is copied, and so does a claim in the
 //     root's register (adopt.go) by another instance on one of those
 //     files or its lineage (*AdoptedError). The claims are written under
-//     the register's flock before the copies, and given back if the
-//     copies or the record fail.
+//     the register's flock before the copies and kept if the copies or
+//     the record fail.
 func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, dir, source string, b modtree.Backend, adopt bool) (err error) {
 	type found struct {
 		place string // as statePlaces names it
@@ -143,37 +143,31 @@ func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, di
 		}
 		mine = append(mine, claim{Stack: stack, Instance: instance, ID: id, Source: f.path, Real: real, Lineage: f.st.lineage, Time: now})
 	}
-	// Claimed first: a kill after this leaves a claim naming this
-	// instance (its next adoption finishes the job, and no other
+	// Claimed first: a kill or a failure after this leaves a claim naming
+	// this instance (its next adoption finishes the job, and no other
 	// instance adopts meanwhile), never copies another instance could
-	// adopt as well. Claims of this instance already there are from an
-	// adoption killed before its record: replaced.
-	before := slices.Clone(reg.Claims)
+	// adopt as well. So a failure below keeps the claim: giving it back
+	// could leave copies here that the instance would run on while
+	// another adopts the same state. Claims of this instance already
+	// there are from an adoption cut off before its record: replaced.
 	reg.Claims = append(slices.DeleteFunc(reg.Claims, func(c claim) bool { return c.ID == id }), mine...)
 	if err := m.writeAdopted(reg); err != nil {
 		return fmt.Errorf("adopt the component's state: %w", err)
 	}
-	// A failure from here on gives the claims back: nothing was adopted.
-	unclaim := func(err error) error {
-		if uerr := m.writeAdopted(adoptedRegister{Claims: before}); uerr != nil {
-			return errors.Join(err, fmt.Errorf("give back the claim on the component's state: %w", uerr))
-		}
-		return err
-	}
 	for _, f := range todo {
 		dst := placeIn(dir, f.place)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return unclaim(fmt.Errorf("adopt %s: %w", f.path, err))
+			return fmt.Errorf("adopt %s: %w", f.path, err)
 		}
 		// State holds secrets as terraform renders them: owner only.
 		if err := atomicfile.WriteFile(dst, f.data, 0o600); err != nil {
-			return unclaim(fmt.Errorf("adopt %s: %w", f.path, err))
+			return fmt.Errorf("adopt %s: %w", f.path, err)
 		}
 	}
 	// Recorded last: a kill before this leaves copies the next adoption
 	// recognises by lineage, never a record without its copies.
 	if err := writeStateRecord(home, rec); err != nil {
-		return unclaim(fmt.Errorf("adopt the component's state: %w", err))
+		return fmt.Errorf("adopt the component's state: %w", err)
 	}
 	for _, f := range todo {
 		m.log.InfoContext(ctx, "adopted the component's state into the instance", "id", id, "from", f.path, "to", placeIn(dir, f.place), "resources", f.st.resourceCount())
