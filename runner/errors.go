@@ -80,6 +80,11 @@ var (
 	// source holds local state with resources that the instance has not
 	// adopted (see workdir.Spec.AdoptState): nothing ran.
 	ErrSourceState = workdir.ErrSourceState
+	// ErrAdopted is wrapped, with ErrSourceState, by the error of a unit
+	// whose workdir spec asks to adopt a state another instance adopted
+	// already (see workdir.Spec.AdoptState and workdir.AdoptedError, which
+	// names the owner): nothing ran and nothing was copied.
+	ErrAdopted = workdir.ErrAdopted
 	// ErrStateDamaged is wrapped by the error of a unit whose local state
 	// file is empty or cut off while the instance had a state (see
 	// workdir.Workdir.CheckState): nothing ran; the message says how to

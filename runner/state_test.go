@@ -69,7 +69,9 @@ func TestEnginesDamagedStateRefused(t *testing.T) {
 // A root module applied with plain terraform keeps its state in the
 // component dir: the runner refuses its instance, naming that file and
 // its two resources; adopted (Spec.AdoptState), the instance plans no
-// changes, as plain terraform does in the component dir.
+// changes, as plain terraform does in the component dir. A second
+// instance asking to adopt the same state fails, naming the first as its
+// owner, and runs nothing.
 func TestSourceStateRefusedThenAdopted(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -118,4 +120,24 @@ func TestSourceStateRefusedThenAdopted(t *testing.T) {
 	require.Equal(t, before, readFile(t, srcState), "the source's state is only read")
 	code, out = plain("plan", "-detailed-exitcode", "-input=false", "-no-color")
 	require.Zero(t, code, "and plain terraform still agrees: %s", out)
+
+	two := Unit{Workdir: workdirSpec("plat-ue2-dev", "adopt/two", src, nil)}
+	two.Workdir.AdoptState = true
+	rep, err = r.Run(ctx, Plan, two)
+	require.Error(t, err)
+	res = rep.Results[0]
+	require.Equal(t, Failed, res.Status)
+	require.ErrorIs(t, res.Err, ErrAdopted)
+	require.ErrorIs(t, res.Err, ErrSourceState)
+	var ae *workdir.AdoptedError
+	require.ErrorAs(t, res.Err, &ae)
+	require.Equal(t, workdir.Owner{Stack: "plat-ue2-dev", Instance: "adopt/one", ID: ae.Owner.ID, Source: srcState,
+		Lineage: ae.Owner.Lineage, Time: ae.Owner.Time}, ae.Owner)
+	require.Contains(t, res.Err.Error(), "instance plat-ue2-dev/adopt/one adopted it already")
+	home, err := w.wd.Home("plat-ue2-dev", "adopt/two")
+	require.NoError(t, err)
+	require.NoFileExists(t, filepath.Join(home, "src", "terraform.tfstate"), "nothing was copied")
+	rep, err = r.Run(ctx, Plan, u)
+	require.NoError(t, err, "the owner runs on")
+	require.False(t, rep.Results[0].HasChanges)
 }

@@ -3,6 +3,7 @@ package workdir
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -67,6 +68,30 @@ func child(role string) error {
 			}
 		}
 		return nil
+
+	case "adopt":
+		// Adopts the source's state into the spec's instance, stopping
+		// right before the root's adoption lock until the parent says go,
+		// and says how it ended on one line.
+		m, err := New(os.Getenv("CHILD_ROOT"), WithLockRetry(time.Millisecond), withAdoptHook(func() {
+			fmt.Println("at-lock")
+			_, _ = in.ReadString('\n')
+		}))
+		if err != nil {
+			return err
+		}
+		spec.AdoptState = true
+		w, err := m.Prepare(context.Background(), spec)
+		var ae *AdoptedError
+		switch {
+		case err == nil:
+			fmt.Println("adopted")
+			return w.Close()
+		case errors.As(err, &ae) && errors.Is(err, ErrAdopted):
+			fmt.Printf("refused owner=%s/%s %s\n", ae.Owner.Stack, ae.Owner.Instance, strings.ReplaceAll(err.Error(), "\n", " "))
+			return nil
+		}
+		return err
 
 	case "crash":
 		stallAfter, _ := strconv.Atoi(os.Getenv("CHILD_STALL_AFTER"))

@@ -7,6 +7,8 @@
 //
 //	ROOT/.locks/ID.lock            flock file of the instance (never deleted);
 //	                               in it, pid, host and time of the current holder
+//	ROOT/.locks/.adopted.lock      flock of the register of adoptions (never deleted)
+//	ROOT/.adopted.json             which instance adopted which state (Spec.AdoptState)
 //	ROOT/.tmp/ID/                  scratch for cold builds and removals
 //	ROOT/ID/                       the instance home
 //	ROOT/ID/.tfisolate/stamp.json  what the home was built from; written last
@@ -133,7 +135,24 @@
 //     copied once (atomically, 0600, under the instance lock; recorded in
 //     ROOT/ID/.tfisolate/state.json last),
 //     and never again; adoption over instance state that records
-//     resources is refused, copying nothing. State the backend does not
+//     resources is refused, copying nothing. A state is adopted into one
+//     instance only (invariant 13): ROOT/.adopted.json names the owner
+//     of every state adopted under the root, by its lineage and its
+//     source file; a second instance asking for the same state (the same
+//     lineage wherever the file now is, or the same source file) is
+//     refused with an *AdoptedError (ErrAdopted and ErrSourceState)
+//     naming the owner's stack and instance, copying nothing. The
+//     register is checked and extended under one root-wide flock
+//     (ROOT/.locks/.adopted.lock), claims written before the copies, so
+//     processes adopting at once end with one owner, and a kill or a
+//     failed copy leaves a claim (the instance's next adoption finishes
+//     it), never a second owner. The register is replaced atomically
+//     and believed only as the effective user wrote it (invariant 12:
+//     another's file, one others could write, or one that is not the
+//     SDK's JSON stops the adoption by name). A root
+//     with no register yet gets one from the instances' own records.
+//     The owner adopting again (an idempotent Prepare) goes on; Remove
+//     gives the owner's adoptions up. State the backend does not
 //     use but plain terraform in the component dir would stop to ask
 //     about migrating (terraform.tfstate and terraform.tfstate.d beside
 //     another backend; the state of the local backend the component's

@@ -43,6 +43,15 @@ var (
 	// errors.As with *SourceStateError for the files.
 	ErrSourceState = errors.New("component source holds local state")
 
+	// ErrAdopted is wrapped, with ErrSourceState, by the error Prepare
+	// returns when Spec.AdoptState asks to adopt a state that another
+	// instance under the same root adopted already: the same lineage
+	// (wherever the file is now) or the same source file. Adopted into a
+	// second instance, it would have two instances manage the same
+	// infrastructure. Nothing was copied. Use errors.As with
+	// *AdoptedError for the owner.
+	ErrAdopted = errors.New("state adopted by another instance")
+
 	// ErrStateDamaged is wrapped by the error Workdir.CheckState returns
 	// when the instance's local state file is empty or cut off while a
 	// backup beside it, or the workdir's own record, shows the instance
@@ -248,6 +257,65 @@ func (e *SourceStateError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrSourceState) true.
 func (e *SourceStateError) Unwrap() error { return ErrSourceState }
+
+// Owner is the instance that adopted a state (see Spec.AdoptState).
+type Owner struct {
+	// Stack and Instance name the owner. They are empty only for an
+	// adoption made by an older version of the SDK, which recorded it in
+	// the owner's workdir alone: ID then names the owner.
+	Stack, Instance string
+	ID              string    // the owner's workdir ID (see ID)
+	Source          string    // the state file it adopted, in its component source
+	Lineage         string    // that state's lineage; "" when it had none the SDK could read
+	Time            time.Time // when it adopted it
+}
+
+// String names the owner as stack/instance, or by its workdir ID.
+func (o Owner) String() string {
+	if o.Stack == "" && o.Instance == "" {
+		return "the instance with workdir " + o.ID
+	}
+	return "instance " + o.Stack + "/" + o.Instance
+}
+
+// AdoptedError is returned by Prepare when Spec.AdoptState asks to adopt
+// a state another instance under the same root adopted already. Nothing
+// was copied into the instance's workdir. It wraps ErrAdopted and
+// ErrSourceState.
+type AdoptedError struct {
+	Stack, Instance string    // the instance that asked to adopt
+	File            StateFile // the component source's state file it asked for
+	Lineage         string    // File's lineage; "" when the SDK could not read one
+	Owner           Owner     // who adopted that state
+}
+
+// Error names both instances, the state and what to do.
+func (e *AdoptedError) Error() string {
+	same := "the same file"
+	if e.Lineage != "" && e.Lineage == e.Owner.Lineage {
+		same = "the same state, lineage " + e.Lineage
+		if e.Owner.Source != e.File.Path {
+			same += ", copied from " + e.Owner.Source
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: cannot adopt the component's state %s into instance %s/%s: %s adopted it already (%s",
+		ErrAdopted, e.File, e.Stack, e.Instance, e.Owner, same)
+	if !e.Owner.Time.IsZero() {
+		fmt.Fprintf(&b, ", at %s", e.Owner.Time.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(&b, "); two instances would each manage the same infrastructure, so nothing was copied. "+
+		"The owner, %[1]s, runs on its own copy of it in its workdir. "+
+		"To give %[2]s/%[3]s a state of its own, move %[4]s out of the component dir and prepare it without AdoptState; "+
+		"to hand the state over to %[2]s/%[3]s, remove %[1]s's workdir first (Manager.Remove releases the adoption; "+
+		"keep its copy of the state, which may be newer than the component's), then adopt again",
+		e.Owner, e.Stack, e.Instance, e.File.Path)
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrAdopted) and errors.Is(err,
+// ErrSourceState) true.
+func (e *AdoptedError) Unwrap() []error { return []error{ErrAdopted, ErrSourceState} }
 
 // DamagedStateError is returned by Workdir.CheckState when the instance's
 // local state file is empty or cut off while the instance had a state. It

@@ -35,6 +35,7 @@ type Manager struct {
 	log       *slog.Logger
 	lockRetry time.Duration
 	hook      func(path string)
+	adoptHook func() // see withAdoptHook
 	budget    budget
 	// sums remembers the digest of every source file this Manager has
 	// read, by path and version, so an unchanged refresh of any number of
@@ -67,9 +68,14 @@ type Spec struct {
 	// the instance's own: later Prepares never copy it again, set or not.
 	// Adoption is refused (ErrSourceState, nothing copied) when the
 	// instance already has state that records resources at one of those
-	// places. Set it for one instance only: twelve instances adopting one
-	// state would each manage the same infrastructure. After adopting,
-	// move the state out of the component dir.
+	// places. A state is adopted into one instance only: the root keeps a
+	// register of every adoption (ROOT/.adopted.json, under a root-wide
+	// flock, so processes adopting at once end with one owner), and an
+	// adoption of a state another instance adopted already, the same
+	// lineage wherever the file is or the same source file, is refused
+	// with an *AdoptedError (ErrAdopted, ErrSourceState) naming the
+	// owner, copying nothing; Manager.Remove of the owner gives the state
+	// up. After adopting, move the state out of the component dir.
 	AdoptState bool
 	// Engine is the engine that will run the workdir: Terraform (also
 	// the empty value) or OpenTofu. It decides which files are
@@ -169,7 +175,7 @@ func New(root string, opts ...Option) (*Manager, error) {
 			return nil, fmt.Errorf("new workdir manager: %w", err)
 		}
 	}
-	m := &Manager{root: abs, log: c.log, lockRetry: c.lockRetry, hook: c.hook, budget: c.budget}
+	m := &Manager{root: abs, log: c.log, lockRetry: c.lockRetry, hook: c.hook, adoptHook: c.adoptHook, budget: c.budget}
 	// Checked before anything is created (never a dir in another user's
 	// reach) and again after: whoever made it first, it is checked as it
 	// is now.

@@ -23,6 +23,7 @@ type config struct {
 	log       *slog.Logger
 	lockRetry time.Duration
 	hook      func(path string)
+	adoptHook func()
 	budget    budget
 }
 
@@ -99,6 +100,15 @@ func WithLockRetry(d time.Duration) Option {
 func withHook(f func(path string)) Option {
 	return optionFunc(func(c *config) error {
 		c.hook = f
+		return nil
+	})
+}
+
+// withAdoptHook lets tests hold an adoption right before it takes the
+// root's adoption lock, every check of the instance's own places done.
+func withAdoptHook(f func()) Option {
+	return optionFunc(func(c *config) error {
+		c.adoptHook = f
 		return nil
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -36,8 +37,12 @@ import (
 //   - With adopt, every non-empty state file of the source is copied to the
 //     same place in the workdir, atomically, then the adoption is recorded;
 //     an instance state there that records resources from another lineage
-//     stops it before anything is copied.
-func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, dir, source string, b modtree.Backend, adopt bool) error {
+//     stops it before anything is copied, and so does a claim in the
+//     root's register (adopt.go) by another instance on one of those
+//     files or its lineage (*AdoptedError). The claims are written under
+//     the register's flock before the copies and kept if the copies or
+//     the record fail.
+func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, dir, source string, b modtree.Backend, adopt bool) (err error) {
 	type found struct {
 		place string // as statePlaces names it
 		path  string // in the source
@@ -85,7 +90,7 @@ func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, di
 	// Check every place before copying anything.
 	srcRoot := filepath.Join(home, srcDir)
 	now := time.Now().UTC()
-	var todo []found
+	var todo, adopted []found
 	for _, f := range all {
 		dst := placeIn(dir, f.place)
 		if !within(srcRoot, dst) {
@@ -109,6 +114,45 @@ func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, di
 		sum := sha256.Sum256(f.data)
 		rec.Adopted = append(rec.Adopted, adoptedState{Source: f.path, Path: f.place, SHA256: hex.EncodeToString(sum[:]),
 			Lineage: f.st.lineage, Serial: f.st.serial, Resources: f.st.resourceCount(), Time: now})
+		adopted = append(adopted, f)
+	}
+
+	// The root's register is checked and extended under its flock, held
+	// until the instance's record is written: of two instances adopting
+	// one state at once, the second to get here finds the first's claim.
+	if m.adoptHook != nil {
+		m.adoptHook()
+	}
+	fl, err := m.lockAdoptions(ctx)
+	if err != nil {
+		return fmt.Errorf("adopt the component's state: %w", err)
+	}
+	defer func() { err = errors.Join(err, unlockAdoptions(fl)) }()
+	reg, err := m.adoptedSoFar()
+	if err != nil {
+		return fmt.Errorf("adopt the component's state: %w", err)
+	}
+	var mine []claim
+	for _, f := range adopted {
+		real := realPath(f.path)
+		for _, c := range reg.Claims {
+			if c.ID != id && c.matches(real, f.st.lineage) {
+				return &AdoptedError{Stack: stack, Instance: instance, Lineage: f.st.lineage, Owner: c.owner(),
+					File: StateFile{Path: f.path, Resources: f.st.resourceCount(), Outputs: f.st.outputs}}
+			}
+		}
+		mine = append(mine, claim{Stack: stack, Instance: instance, ID: id, Source: f.path, Real: real, Lineage: f.st.lineage, Time: now})
+	}
+	// Claimed first: a kill or a failure after this leaves a claim naming
+	// this instance (its next adoption finishes the job, and no other
+	// instance adopts meanwhile), never copies another instance could
+	// adopt as well. So a failure below keeps the claim: giving it back
+	// could leave copies here that the instance would run on while
+	// another adopts the same state. Claims of this instance already
+	// there are from an adoption cut off before its record: replaced.
+	reg.Claims = append(slices.DeleteFunc(reg.Claims, func(c claim) bool { return c.ID == id }), mine...)
+	if err := m.writeAdopted(reg); err != nil {
+		return fmt.Errorf("adopt the component's state: %w", err)
 	}
 	for _, f := range todo {
 		dst := placeIn(dir, f.place)

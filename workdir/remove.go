@@ -21,7 +21,9 @@ import (
 // included) still records resources: deleting it would orphan real
 // infrastructure. The lock file itself is kept, because
 // another process may be waiting on it. Removing an instance that has no
-// workdir is not an error.
+// workdir is not an error. Remove releases the instance's adoptions (see
+// Spec.AdoptState): a state it adopted may then be adopted by another
+// instance.
 //
 // Remove waits for the instance lock, so calling it while holding an open
 // Workdir of the same instance blocks until ctx ends.
@@ -35,6 +37,12 @@ func (m *Manager) Remove(ctx context.Context, stack, instance string, force bool
 		return fmt.Errorf("remove workdir %s: %w", id, err)
 	}
 	err = m.remove(id, force)
+	if err == nil {
+		// The state the instance adopted went with its workdir: another
+		// instance may adopt it now. Also when the home was gone
+		// already, so a Remove killed between the two finishes here.
+		err = m.releaseAdoptions(ctx, id)
+	}
 	if rerr := lk.release(); err == nil {
 		err = rerr
 	}
