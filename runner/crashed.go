@@ -39,7 +39,14 @@ func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
 				}
 			}
 			if c.Host == host && canFindLeftovers {
-				cr.Waited, cr.Killed, err = x.settleEngine(ctx, *e)
+				var seen time.Time
+				cr.Waited, cr.Killed, seen, err = x.settleEngine(ctx, *e)
+				// Kept in the journal (endJournal writes x.crashed back):
+				// the engine's last sign of life, which bounds the state
+				// locks it can have left (leftBy).
+				if seen.After(e.Alive) {
+					e.Alive = seen
+				}
 			}
 		}
 		if found || cr.Waited > 0 || len(cr.Killed) > 0 || err != nil {
@@ -55,9 +62,14 @@ func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
 
 // settleEngine waits for engine e of a crashed run, and any terraform it
 // started, to end (never longer than WithCrashedEngineWait), then kills
-// what they left in their process group.
-func (x *unitRun) settleEngine(ctx context.Context, e journalEngine) (waited time.Duration, killed []string, err error) {
+// what they left in their process group. seen is when the last scan
+// that found an engine still running began (zero when none did): the
+// engine ran at least until then, and only until a moment no later than
+// that can the runner prove it (the wait's end says it is gone, not when
+// it went).
+func (x *unitRun) settleEngine(ctx context.Context, e journalEngine) (waited time.Duration, killed []string, seen time.Time, err error) {
 	names := x.engineNames()
+	scanned := time.Now()
 	ls := groupLeftovers(e.PID, e.Start, x.w.DataDir, names)
 	defer func() { closeLeftovers(ls) }()
 	deadline := time.Now().Add(x.rs.cfg.crashWait)
@@ -72,6 +84,7 @@ func (x *unitRun) settleEngine(ctx context.Context, e journalEngine) (waited tim
 		if len(engines) == 0 {
 			break
 		}
+		seen = scanned
 		for _, l := range engines {
 			if !announced[l.pid] {
 				announced[l.pid] = true
@@ -84,13 +97,14 @@ func (x *unitRun) settleEngine(ctx context.Context, e journalEngine) (waited tim
 		waited += time.Since(t)
 		if len(running) > 0 {
 			if err := ctx.Err(); err != nil {
-				return waited, nil, err
+				return waited, nil, seen, err
 			}
-			return waited, nil, &EngineRunningError{PID: running[0].pid, Exe: running[0].exe, Waited: waited, Workdir: x.dir}
+			return waited, nil, seen, &EngineRunningError{PID: running[0].pid, Exe: running[0].exe, Waited: waited, Workdir: x.dir}
 		}
 		// Whatever the engines left (or a terraform a shim started, once
 		// the shim is gone).
 		closeLeftovers(ls)
+		scanned = time.Now()
 		ls = groupLeftovers(e.PID, e.Start, x.w.DataDir, names)
 	}
 	for _, l := range killLeftovers(ls) {
@@ -98,7 +112,7 @@ func (x *unitRun) settleEngine(ctx context.Context, e journalEngine) (waited tim
 		x.out.note("killed leftover process " + l.String())
 		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process of a crashed run", "unit", x.id, "pid", l.pid, "exe", l.exe)
 	}
-	return waited, killed, nil
+	return waited, killed, seen, nil
 }
 
 // engineNames are the executable names an engine process has: terraform,

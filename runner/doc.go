@@ -125,7 +125,13 @@
 //     (Runner.ForceUnlock). Each wait is one line in the unit's log;
 //     Result.StateLock holds the holder as data. With
 //     WithStaleLockRecovery, a lock that the instance's journal proves
-//     this SDK's own crashed run left is released.
+//     this SDK's own crashed run left is released: its holder is this
+//     user on this host and it was created while that run's last
+//     terraform ran, no later than the engine's last sign of life the
+//     runner can prove (its output's last write, a later run's wait
+//     seeing it run), never "now". A lock taken once that engine was
+//     gone, by a live run of the same user on the same host, is waited
+//     for and named like any other holder's, never released.
 //   - Transient failures (throttling, HTTP 429 and 5xx, connection resets,
 //     TLS handshake timeouts; DefaultTransientErrors plus the caller's
 //     patterns) of init and of the predefined commands are retried as

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
@@ -57,6 +58,32 @@ type journalEngine struct {
 	// Began is when the runner started it (wall clock): a state lock of
 	// this engine was taken soon after (see leftBy).
 	Began time.Time `json:"began,omitzero"`
+	// Alive is the latest moment a runner saw it running, when one did:
+	// its own host, which had to kill it (the last write to its output,
+	// read before the host removed the files), or a later run that
+	// waited for it (the start of the last scan that found it). A
+	// later run of an engine whose host died reads its output files'
+	// times itself (see lastAlive).
+	Alive time.Time `json:"alive,omitzero"`
+}
+
+// lastAlive is the engine's last sign of life that the runner can prove:
+// the latest of Alive and the last write to its output files, which only
+// the engine writes (the kernel dates a write from a clock that never
+// runs ahead of the wall clock, so the engine ran then). Zero when there
+// is none. It is never "now": a run found crashed may have died long
+// before the next run of its instance looked.
+func (e *journalEngine) lastAlive() time.Time {
+	t := e.Alive
+	if e.Output == "" {
+		return t
+	}
+	for _, p := range []string{e.Output, strings.TrimSuffix(e.Output, ".out") + ".err"} {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.ModTime().After(t) {
+			t = fi.ModTime()
+		}
+	}
+	return t
 }
 
 type journal struct {
@@ -120,10 +147,11 @@ func beginJournal(dataDir, command string, now time.Time) ([]journalRun, error) 
 
 // endJournal records that this run ended. A run whose terraform had to be
 // killed may have left state locks, so it stays in the crashed list,
-// written atomically and synced. Otherwise the journal is left with no
-// run under way, in place, for the next run to rewrite rather than
-// create.
-func endJournal(dataDir string, crashed []journalRun, killed bool, now time.Time) error {
+// written atomically and synced, with alive, the killed terraform's last
+// sign of life (tfcmd's KilledSign: its output files are gone by now).
+// Otherwise the journal is left with no run under way, in place, for
+// the next run to rewrite rather than create.
+func endJournal(dataDir string, crashed []journalRun, killed bool, alive, now time.Time) error {
 	p := filepath.Join(dataDir, journalName)
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -136,6 +164,13 @@ func endJournal(dataDir string, crashed []journalRun, killed bool, now time.Time
 	if killed && j.Current != nil {
 		c := *j.Current
 		c.Until = now
+		// A sign from before this engine began is another, earlier
+		// process's.
+		if c.Engine != nil && alive.After(c.Engine.Alive) && !alive.Before(c.Engine.Began) {
+			e := *c.Engine
+			e.Alive = alive
+			c.Engine = &e
+		}
 		crashed = append(crashed, c)
 	}
 	j = journal{Crashed: crashed}
@@ -196,39 +231,65 @@ func writeJournal(p string, j journal, durable bool) error {
 }
 
 // leftBy returns the crashed run that provably left lock l: same user and
-// host as this process (so the same terraform identity), while that run
-// was under way, and within lockTakeWindow of the start of the last
-// terraform it ran: terraform takes its state lock right as it starts, so
-// a lock created later (by a live process of the same user and host that
-// took it after the crash: another checkout, a second CI job, tofu by
-// hand) is never taken for the crashed run's. nil when none did, when the
-// run recorded no terraform, or when l does not say who holds it and
-// since when.
+// host as this process (so the same terraform identity), created while
+// that run's last terraform could have taken it: no earlier than (within
+// clockSlack) its start, no later than lockTakeWindow after it
+// (terraform takes its state lock right as it starts), and never after
+// the engine's last sign of life (lastAlive). So a lock a live process
+// of the same user and host took once the crashed run's engine was gone
+// (another checkout, a second CI job, tofu by hand, even seconds after
+// the crash) is never taken for the crashed run's; nor is one when the
+// journal proves no sign of life at all. A lock's time is taken at the
+// latest instant it can stand for (see latestCreation). nil when none
+// did, when the run recorded no terraform, or when l does not say who
+// holds it and since when.
 func leftBy(l *StateLock, crashed []journalRun) *journalRun {
 	if l == nil || l.ID == "" || l.Who == "" || l.Created.IsZero() {
 		return nil
 	}
 	who, host := lockWho()
+	created := latestCreation(l.Created)
 	for i := range crashed {
 		c := &crashed[i]
 		e := c.Engine
 		if e == nil || e.Began.IsZero() {
 			continue
 		}
+		end := e.lastAlive()
+		if take := e.Began.Add(lockTakeWindow); take.Before(end) {
+			end = take
+		}
 		if c.Who == who && c.Host == host && l.Who == who &&
-			!l.Created.Before(c.Started) && !l.Created.After(c.Until) &&
-			!l.Created.Before(e.Began.Add(-clockSlack)) && !l.Created.After(e.Began.Add(lockTakeWindow)) {
+			!l.Created.Before(c.Started) && !l.Created.Before(e.Began.Add(-clockSlack)) &&
+			!created.After(end) {
 			return c
 		}
 	}
 	return nil
 }
 
+// latestCreation is the latest instant a lock whose creation time reads
+// t can have been created at. Terraform and OpenTofu write it to the
+// nanosecond (RFC 3339 in the backend, Go's time.Time.String in the lock
+// error, which drops trailing zeros); a time written to the second, or
+// the millisecond, stands for the whole second, or millisecond, so its
+// end is what is compared with the engine's last sign of life: a lock
+// taken after the engine was gone is never let in by rounding.
+func latestCreation(t time.Time) time.Time {
+	unit := time.Nanosecond
+	for unit < time.Second && t.Nanosecond()%int(10*unit) == 0 {
+		unit *= 10
+	}
+	return t.Add(unit - time.Nanosecond)
+}
+
 // lockTakeWindow bounds how long after it starts a terraform of the
 // runner's takes its state lock (it loads the configuration, the backend
 // and the providers first; the runner passes -lock-timeout=0 and retries
 // whole commands, each a new process); clockSlack allows for the lock's
-// time being taken on terraform's side of the same clock.
+// time being taken on terraform's side of the same clock, before the
+// runner noted the start (only the window's start: its end is a proven
+// sign of life, with no slack).
 const (
 	lockTakeWindow = 2 * time.Minute
 	clockSlack     = time.Second

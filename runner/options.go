@@ -222,13 +222,25 @@ func WithCrashedEngineWait(d time.Duration) Option {
 // dir under the instance lock: the earlier run never finished (its
 // process is gone, since this run holds the instance lock), and the
 // lock's holder (user@host) and creation time, as terraform reports
-// them, fall inside that run. A lock that cannot be proven so is waited
+// them, fall inside the life of that run's last terraform: from its
+// start (within a second) to its last sign of life the runner can
+// prove, and never later, nor more than two minutes after its start.
+// That last sign is the last write to the engine's output files (only
+// the engine writes them), the last moment a later run waiting for it
+// saw it running, or, when its own host had to kill it, its output's
+// last write as that host read it; never the moment the next run looks.
+// So a lock taken after the crashed run's engine was gone, by anyone,
+// even seconds after the crash, is never released: the unit waits for it
+// as for any live holder and fails with ErrStateLocked naming it. A
+// lock time written to the second (or millisecond) stands for the whole
+// second (or millisecond). A lock that cannot be proven so is waited
 // for as usual. Residual risk: another terraform run by the same user
-// on the same host, outside this SDK, that locked the same state during
-// the crashed run's lifetime and still holds it, would be unlocked; and
-// backends that do not report the holder (terraform's http and pg
-// backends print only an ID or nothing) are never recovered.
-// Recovered locks are listed in Result.RecoveredLocks.
+// on the same host, outside this SDK, that locked the same state while
+// the crashed run's terraform was still running and still holds it,
+// would be unlocked; and backends that do not report the holder
+// (terraform's http and pg backends print only an ID or nothing) are
+// never recovered; nor is a lock whose engine wrote nothing after taking
+// it before it died. Recovered locks are listed in Result.RecoveredLocks.
 func WithStaleLockRecovery() Option {
 	return optionFunc(func(c *config) error { c.recoverLocks = true; return nil })
 }

@@ -108,7 +108,7 @@ func (rs *runState) runUnit(ctx context.Context, i int) (rec unitRecord, out pip
 		return x.rec, out, fmt.Errorf("instance journal: %w", err)
 	}
 	defer func() {
-		if jerr := endJournal(w.DataDir, x.crashed, x.killed(), time.Now()); jerr != nil {
+		if jerr := endJournal(w.DataDir, x.crashed, x.killed(), x.killedSign(), time.Now()); jerr != nil {
 			rs.cfg.logger.WarnContext(ctx, "cannot update the instance journal", "unit", x.id, "err", jerr)
 		}
 	}()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 )
@@ -30,6 +31,19 @@ func (x *unitRun) newTF(dir string, env []string) *tfcmd.Process {
 // killed reports whether a terraform of this unit had to be killed.
 func (x *unitRun) killed() bool {
 	return slices.ContainsFunc(x.tfs, (*tfcmd.Process).Killed)
+}
+
+// killedSign is the last sign of life of the last of this unit's
+// terraform processes that had to be killed (tfcmd's KilledSign); zero
+// when none was.
+func (x *unitRun) killedSign() time.Time {
+	var t time.Time
+	for _, p := range x.tfs {
+		if s := p.KilledSign(); s.After(t) {
+			t = s
+		}
+	}
+	return t
 }
 
 // summary is the change summary of r as a Result gives it; nil when

@@ -55,12 +55,23 @@ type Process struct {
 	// CoreShare); nil leaves GOMAXPROCS to Env.
 	Share *CoreShare
 
-	killed bool
+	killed     bool
+	killedSign time.Time // see KilledSign
 }
 
 // Killed reports whether a process had to be killed (it did not stop
 // after SIGINT, or Kill closed): its state locks may be left behind.
 func (p *Process) Killed() bool { return p.killed }
+
+// KilledSign returns the last sign of life of the last process that had
+// to be killed: when it last wrote its stdout or stderr, as the files'
+// modification time says (only the process writes them, and the kernel
+// dates a write from a clock that never runs ahead of the real one, so
+// the process was running then; when it wrote nothing, that is when the
+// files were made, before it started). Zero when none was killed. A state
+// lock created after it is not that process's: the runner never takes
+// such a lock for one a killed run left (see runner's leftBy).
+func (p *Process) KilledSign() time.Time { return p.killedSign }
 
 // Result is what one terraform process left behind.
 type Result struct {
@@ -187,6 +198,9 @@ func (p *Process) Run(ctx context.Context, c Cmd) (*Result, error) {
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) && exitErr.ExitCode() < 0 {
 		p.killed = true // ended by a signal it did not handle: SIGKILL
+		// Read before the files go (the deferred remove): once they
+		// are gone, nothing else tells when it last ran.
+		p.killedSign = eo.lastWrite()
 	}
 	if err != nil && errors.As(err, &exitErr) && ctx.Err() == nil && exitErr.ExitCode() >= 0 {
 		res.ExitCode = exitErr.ExitCode()
@@ -246,6 +260,18 @@ func newEngineOutput(dir string) (*engineOutput, error) {
 		return nil, fmt.Errorf("engine output: %w", err)
 	}
 	return eo, nil
+}
+
+// lastWrite is when the process last wrote either file; zero when
+// neither can be read.
+func (eo *engineOutput) lastWrite() time.Time {
+	var t time.Time
+	for _, f := range []*os.File{eo.stdoutR, eo.stderrR} {
+		if fi, err := f.Stat(); err == nil && fi.ModTime().After(t) {
+			t = fi.ModTime()
+		}
+	}
+	return t
 }
 
 // remove closes and removes the files.
