@@ -54,8 +54,9 @@ func planChanges(t *testing.T, doc []byte) []plannedChange {
 }
 
 // plainPlan runs the engine by hand in dir (a copy of the component): init
-// and plan -out with args, then show -json of that plan, and returns the
-// document.
+// and plan -out with args (variables), then show -json of that plan with
+// them too (Terraform 1.15 loads the module sources to show a plan, and
+// needs the values they read), and returns the document.
 func plainPlan(t *testing.T, e testenv.Engine, dir string, env []string, args ...string) []byte {
 	t.Helper()
 	env = append(env, "TF_DATA_DIR="+filepath.Join(dir, ".plain-data"))
@@ -63,7 +64,7 @@ func plainPlan(t *testing.T, e testenv.Engine, dir string, env []string, args ..
 	require.NoError(t, err, "plain %s init:\n%s", e.Kind, out)
 	out, err = runEngine(testCtx(t), e.Path, dir, env, append([]string{"plan", "-input=false", "-no-color", "-out=plain.tfplan"}, args...)...)
 	require.NoError(t, err, "plain %s plan:\n%s", e.Kind, out)
-	cmd := []string{"show", "-json", "-no-color", "plain.tfplan"}
+	cmd := append(append([]string{"show", "-json", "-no-color"}, args...), "plain.tfplan")
 	doc, err := runEngine(testCtx(t), e.Path, dir, env, cmd...)
 	require.NoError(t, err, "plain %s show:\n%s", e.Kind, doc)
 	return []byte(doc)

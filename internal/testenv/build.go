@@ -57,6 +57,9 @@ var (
 	}
 )
 
+// Builds returns the builds of the engine matrix, oldest first.
+func Builds() []Build { return []Build{Tofu110, Terraform116, Tofu112} }
+
 // tofuBuild is OpenTofu's release build at version: its module is whole
 // on the module proxy, so it builds in the module cache as it is.
 func tofuBuild(version string) Build {
@@ -102,9 +105,9 @@ func (b Build) Ensure(ctx context.Context) (string, error) {
 }
 
 // BuildTimeout bounds one build, including the wait for another process
-// that is building it: a cold build compiles all of the engine (about six
-// minutes on two cores).
-const BuildTimeout = 20 * time.Minute
+// that is building it: a cold build compiles all of the engine, about six
+// minutes on two idle cores and twice that beside a running suite.
+const BuildTimeout = 30 * time.Minute
 
 // TofuBuildTimeout is BuildTimeout, under the name the first release of
 // this package gave it.
@@ -154,6 +157,7 @@ func (b Build) Binary(tb testing.TB) string {
 func (b Build) build(ctx context.Context, dir string, onBuild func(tmp string)) (string, error) {
 	final := filepath.Join(dir, b.Kind.Executable())
 	if isExecutable(final) {
+		sweepIdle(dir)
 		return final, nil
 	}
 	fail := func(err error) (string, error) { return "", fmt.Errorf("build %s: %w", b.Name(), err) }
@@ -174,14 +178,7 @@ func (b Build) build(ctx context.Context, dir string, onBuild func(tmp string)) 
 	if isExecutable(final) { // another process built it while we waited
 		return final, nil
 	}
-	// Temp dirs are only made under the lock, so any left now belong to a
-	// build that was killed.
-	if old, _ := filepath.Glob(filepath.Join(dir, ".tmp-build-*")); len(old) > 0 {
-		for _, o := range old {
-			_ = makeWritable(o)
-			_ = os.RemoveAll(o)
-		}
-	}
+	sweep(dir)
 	tmp, err := os.MkdirTemp(dir, ".tmp-build-")
 	if err != nil {
 		return fail(err)
@@ -232,6 +229,32 @@ func (b Build) build(ctx context.Context, dir string, onBuild func(tmp string)) 
 		return fail(err)
 	}
 	return final, nil
+}
+
+// sweep removes the temp dirs of builds that were killed. The caller
+// holds dir's lock: temp dirs are only made under it, so any there now
+// belong to a build that died (a test binary killed by its -timeout
+// leaves its go command running on: that build's leftover is removed by
+// the next build or Ensure that finds the lock free).
+func sweep(dir string) {
+	old, _ := filepath.Glob(filepath.Join(dir, ".tmp-build-*"))
+	for _, o := range old {
+		_ = makeWritable(o)
+		_ = os.RemoveAll(o)
+	}
+}
+
+// sweepIdle sweeps dir when its lock is free, and does nothing (never
+// waits) while a build holds it.
+func sweepIdle(dir string) {
+	if old, _ := filepath.Glob(filepath.Join(dir, ".tmp-build-*")); len(old) == 0 {
+		return
+	}
+	lk := flock.New(filepath.Join(dir, ".build.lock"))
+	if ok, err := lk.TryLock(); err == nil && ok {
+		sweep(dir)
+		_ = lk.Unlock()
+	}
 }
 
 // copyWritable copies the tree src (the module cache's read-only copy of
