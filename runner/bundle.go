@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
 // A plan bundle carries one unit's saved plan to another machine or
@@ -100,24 +101,31 @@ func BundlePath(dir, unitID string) string {
 
 // manifest is a bundle's manifest.json.
 type manifest struct {
-	Format string            `json:"format"`
-	Unit   string            `json:"unit"`
-	Meta   planMeta          `json:"meta"`
-	Files  map[string]string `json:"files"`          // member name: sha256
-	Digest string            `json:"digest"`         // sha256 of the fields above
-	MAC    string            `json:"mac,omitempty"`  // HMAC-SHA256 of the same, with the host's key
-	Made   time.Time         `json:"made"`           // when the bundle was written; not covered
-	Host   string            `json:"host,omitempty"` // where; not covered
+	Format string   `json:"format"`
+	Unit   string   `json:"unit"`
+	Meta   planMeta `json:"meta"`
+	// Backend is the type of the backend the unit's state is in ("s3",
+	// "http", "cloud", ...). ExportPlan never writes "local" or "": a
+	// bundle without it is an older export's, refused on import.
+	Backend string            `json:"backend,omitempty"`
+	Files   map[string]string `json:"files"`          // member name: sha256
+	Digest  string            `json:"digest"`         // sha256 of the fields above
+	MAC     string            `json:"mac,omitempty"`  // HMAC-SHA256 of the same, with the host's key
+	Made    time.Time         `json:"made"`           // when the bundle was written; not covered
+	Host    string            `json:"host,omitempty"` // where; not covered
 }
 
-// content is what the digest and the MAC cover.
+// content is what the digest and the MAC cover. Backend is left out
+// when empty, so an older export's bundle still matches its digest and
+// is refused for what it lacks, by name.
 func (m *manifest) content() []byte {
 	b, _ := json.Marshal(struct {
-		Format string            `json:"format"`
-		Unit   string            `json:"unit"`
-		Meta   planMeta          `json:"meta"`
-		Files  map[string]string `json:"files"`
-	}{m.Format, m.Unit, m.Meta, m.Files})
+		Format  string            `json:"format"`
+		Unit    string            `json:"unit"`
+		Meta    planMeta          `json:"meta"`
+		Backend string            `json:"backend,omitempty"`
+		Files   map[string]string `json:"files"`
+	}{m.Format, m.Unit, m.Meta, m.Backend, m.Files})
 	return b
 }
 
@@ -150,6 +158,10 @@ func (x *unitRun) exportPlan() error {
 	if err != nil {
 		return err
 	}
+	backend, err := x.portableBackend("export plan of")
+	if err != nil {
+		return err
+	}
 	members := map[string][]byte{}
 	for name, p := range map[string]string{bundlePlan: file, bundleJSON: jsonFile, bundleLock: filepath.Join(x.dir, lockFileName)} {
 		data, err := os.ReadFile(p)
@@ -165,7 +177,7 @@ func (x *unitRun) exportPlan() error {
 		return fmt.Errorf("%w for unit %s: the plan file changed while it was read", ErrStalePlan, x.id)
 	}
 	host, _ := os.Hostname()
-	m := manifest{Format: bundleFormat, Unit: x.id, Meta: saved, Files: map[string]string{}, Made: time.Now().UTC(), Host: host}
+	m := manifest{Format: bundleFormat, Unit: x.id, Meta: saved, Backend: backend, Files: map[string]string{}, Made: time.Now().UTC(), Host: host}
 	for name, data := range members {
 		m.Files[name] = sha256Hex(data)
 	}
@@ -204,6 +216,46 @@ func (x *unitRun) exportPlan() error {
 	}
 	x.out.note(fmt.Sprintf("plan exported to %s (%d bytes)", dst, buf.Len()))
 	return nil
+}
+
+// portableBackend returns the type of the backend that keeps the unit's
+// state, as the unit's engine reads the workdir's configuration
+// (generated files and override files included), when that state is
+// reachable from another machine; otherwise an error wrapping
+// ErrLocalState that starts with what (ExportPlan, ImportPlan) names
+// the unit and says why. The local backend, declared or implied, keeps
+// the state in files on the machine the unit runs on: applied on
+// another machine, a bundle would meet that machine's own state (empty:
+// terraform's stale-plan check has nothing to compare) and create
+// everything again. A local backend's path outside the workdir counts
+// as local too: the SDK cannot tell a shared filesystem from a private
+// one, and guessing wrong applies a plan twice. -backend-config values
+// without a backend block configure nothing (terraform warns, and uses
+// the local backend), so they do not make the state remote.
+func (x *unitRun) portableBackend(what string) (string, error) {
+	b, err := modtree.ReadBackend(x.dir, nil, configRule(x.rs.eng.Kind))
+	if err != nil {
+		// A saved plan was made from this configuration, so terraform
+		// read it; what the SDK cannot read here is a local backend's
+		// path built from a variable (OpenTofu's early evaluation).
+		return "", fmt.Errorf("%w: %s unit %s: cannot tell where its state lives (%w); a plan bundle needs a backend every machine reaches",
+			ErrLocalState, what, x.id, err)
+	}
+	if !b.Local() {
+		return b.Type, nil
+	}
+	var why string
+	switch {
+	case b.Type == "local":
+		why = fmt.Sprintf(`its backend "local" (%s) keeps the state in a file on this machine`, filepath.Base(b.File))
+	case len(x.u.Args.BackendConfig) > 0:
+		why = "it has no backend block, so terraform ignores its -backend-config and keeps the state in the local backend, in its workdir on this machine"
+	default:
+		why = "it has no backend block, so terraform keeps the state in the local backend, in its workdir on this machine"
+	}
+	return "", fmt.Errorf("%w: %s unit %s: %s; a plan bundle applied on another machine would be applied against that machine's "+
+		"own, empty state and create everything again. Give the unit a backend every machine reaches (s3, gcs, azurerm, pg, http, ...) "+
+		"to carry its plans, or apply its saved plan on this machine (ApplyPlan)", ErrLocalState, what, x.id, why)
 }
 
 // readBundle reads and checks the bundle at p for unit id: its form, its
@@ -265,6 +317,14 @@ func readBundle(p, id string, key []byte) (*manifest, map[string][]byte, error) 
 	case key != nil && !hmac.Equal([]byte(m.MAC), []byte(bundleMAC(key, m.content()))):
 		return nil, nil, refuse("its MAC does not match the key (altered, or made with another key)")
 	}
+	switch m.Backend {
+	case "":
+		return nil, nil, refuse("it records no backend (an older ExportPlan's bundle, or altered): its state may be local to the " +
+			"machine that planned; export the plan again with this version")
+	case "local":
+		return nil, nil, fmt.Errorf("%w: %w: %s: it says its state is in the local backend of the machine that planned (altered?)",
+			ErrPlanBundle, ErrLocalState, p)
+	}
 	if len(m.Files) != len(members) {
 		return nil, nil, refuse("the manifest lists %d members, the bundle holds %d", len(m.Files), len(members))
 	}
@@ -286,6 +346,16 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 	m, members, err := readBundle(src, x.id, x.rs.cmd.bundle.key)
 	if err != nil {
 		return stepOutcome{}, err
+	}
+	// This unit's own configuration decides where the apply would go:
+	// a bundle's record alone can be written by anyone without the key.
+	backend, err := x.portableBackend("import plan of")
+	if err != nil {
+		return stepOutcome{}, fmt.Errorf("%w: %s: %w", ErrPlanBundle, src, err)
+	}
+	if backend != m.Backend {
+		return stepOutcome{}, fmt.Errorf("%w: %s: the plan of unit %s was made with its state in a backend of type %q, this unit's is %q",
+			ErrPlanBundle, src, x.id, m.Backend, backend)
 	}
 	saved := m.Meta
 	now := planMeta{Digest: x.w.Digest, Engine: engineID(x.rs.eng), Destroy: saved.Destroy,
