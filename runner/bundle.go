@@ -48,7 +48,9 @@ const (
 )
 
 // ErrPlanBundle reports a plan bundle ImportPlan refuses: not a bundle,
-// damaged, altered (its digest or MAC does not match), or another unit's.
+// damaged, altered (its digest or MAC does not match), checked with a key
+// it was not made with (or without one), another unit's, or one whose
+// state is not in a backend every machine reaches.
 var ErrPlanBundle = errors.New("plan bundle refused")
 
 // bundleSpec is what ExportPlan and ImportPlan are given.
@@ -63,10 +65,16 @@ type bundleSpec struct {
 // record of what the plan was made from (the workdir's content digest, the
 // unit's arguments, environment and inputs, the workspace, the engine and
 // its version). A plan that is missing or already stale for the workdir
-// is not exported (ErrNoPlan, ErrStalePlan). With a key, the bundle
-// carries an HMAC-SHA256 of its content, which ImportPlan given the same
-// key checks. The bundle is written 0600, atomically; it holds sensitive
-// values as terraform's plan does. No terraform process runs.
+// is not exported (ErrNoPlan, ErrStalePlan), and neither is the plan of
+// a unit whose state is local to the machine (ErrLocalState: terraform's
+// local backend, declared or implied, keeps it in files here, so another
+// machine would apply the plan against an empty state). The manifest
+// records the backend's type. With a key, the bundle carries an
+// HMAC-SHA256 of its content, which ImportPlan given the same key
+// checks; a nil key means no MAC, and an empty non-nil key (what an
+// unset secret gives) is refused before anything runs (ErrBadOption).
+// The bundle is written 0600, atomically; it holds sensitive values as
+// terraform's plan does. No terraform process runs.
 func ExportPlan(dir string, key []byte) Command {
 	return Command{name: "export-plan", kind: kindExportPlan, phase: PhaseStep, bundle: bundleSpec{dir: dir, key: key}}
 }
@@ -76,14 +84,21 @@ func ExportPlan(dir string, key []byte) Command {
 // workdir root, and makes it the unit's saved plan, for ApplyPlan (or
 // ApplyDestroyPlan) to apply exactly. Before anything is written it
 // checks the bundle: its members against its digest, and against its
-// HMAC when a key is given (a bundle without one is then refused too),
-// that it is for this unit, and that it is not stale here: the workdir's
-// source and generated files, the unit's arguments, environment and
-// inputs, the workspace and the engine must be what the plan was made
-// from. A bundle that fails is refused with ErrPlanBundle or ErrStalePlan
-// naming what differs, and the unit's workdir and saved plan are left as
-// they were. No terraform process runs. The bundle's lock file becomes
-// the workdir's, so the apply uses the providers the plan was made with.
+// HMAC when a key is given; a key and a MAC go together, so a bundle
+// without a MAC is refused when a key is given, and a bundle with one
+// when none is (the importing side's secret is missing: a digest alone
+// anyone can recompute); an empty non-nil key is refused before anything
+// runs (ErrBadOption). It checks that the bundle is for this unit, that
+// its state is in a backend every machine reaches, by the bundle's
+// record (an older export's bundle records none and is refused) and by
+// this unit's own configuration (ErrLocalState), and that it is not
+// stale here: the workdir's source and generated files, the unit's
+// arguments, environment and inputs, the workspace and the engine must
+// be what the plan was made from. A bundle that fails is refused with
+// ErrPlanBundle or ErrStalePlan naming what differs, and the unit's
+// workdir and saved plan are left as they were. No terraform process
+// runs. The bundle's lock file becomes the workdir's, so the apply uses
+// the providers the plan was made with.
 //
 // A plan is spent once applied, wherever: applying the same bundle again
 // on another machine fails with ErrStalePlan (terraform refuses a plan
@@ -312,8 +327,14 @@ func readBundle(p, id string, key []byte) (*manifest, map[string][]byte, error) 
 		return nil, nil, refuse("the manifest does not match its digest (damaged or altered)")
 	case m.Unit != id:
 		return nil, nil, refuse("it is the plan of unit %s, not of %s", m.Unit, id)
+	case key == nil && m.MAC != "":
+		// A keyed bundle checked without a key is checked by its digest
+		// alone, which anyone can recompute: the apply job's secret is
+		// missing, not the bundle's.
+		return nil, nil, refuse("it carries a MAC (exported with a key), and no key was given: give ImportPlan the key ExportPlan had")
 	case key != nil && m.MAC == "":
-		return nil, nil, refuse("it carries no MAC, and a key was given")
+		return nil, nil, refuse("it carries no MAC (exported without a key), and a key was given: export it again with the key " +
+			"(ExportPlan(dir, key)); a bundle without a MAC could be anyone's")
 	case key != nil && !hmac.Equal([]byte(m.MAC), []byte(bundleMAC(key, m.content()))):
 		return nil, nil, refuse("its MAC does not match the key (altered, or made with another key)")
 	}
