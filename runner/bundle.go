@@ -380,7 +380,7 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 	}
 	saved := m.Meta
 	now := planMeta{Digest: x.w.Digest, Engine: engineID(x.rs.eng), Destroy: saved.Destroy,
-		Args: planArgsDigest(x.u), Inputs: x.externalInputs(), Plan: saved.Plan, LockFile: saved.LockFile}
+		Args: planArgsDigest(x.u), Inputs: x.planInputs(), Plan: saved.Plan, LockFile: saved.LockFile}
 	if why := staleness(saved, now, saved.Destroy); why != "" {
 		return stepOutcome{}, fmt.Errorf("%w for unit %s: the bundle %s (made on %s at %s) does not match this workdir: %s",
 			ErrStalePlan, x.id, src, m.Host, m.Made.Format(time.RFC3339), why)
