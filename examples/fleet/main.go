@@ -26,7 +26,8 @@ const (
 )
 
 // job is what the CI system tells a machine: its own root, the fleet's
-// provider mirror, where the artifact is, the shared backend, its IDs.
+// provider mirror, where the artifact is, its IDs; Env holds the
+// stand-ins, the shared state backend's address among them.
 type job struct {
 	Root, Mirror, MirrorCert, Artifact string
 	IDs                                []string
