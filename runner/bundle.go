@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
 // A plan bundle carries one unit's saved plan to another machine or
@@ -47,7 +48,9 @@ const (
 )
 
 // ErrPlanBundle reports a plan bundle ImportPlan refuses: not a bundle,
-// damaged, altered (its digest or MAC does not match), or another unit's.
+// damaged, altered (its digest or MAC does not match), checked with a key
+// it was not made with (or without one), another unit's, or one whose
+// state is not in a backend every machine reaches.
 var ErrPlanBundle = errors.New("plan bundle refused")
 
 // bundleSpec is what ExportPlan and ImportPlan are given.
@@ -62,10 +65,16 @@ type bundleSpec struct {
 // record of what the plan was made from (the workdir's content digest, the
 // unit's arguments, environment and inputs, the workspace, the engine and
 // its version). A plan that is missing or already stale for the workdir
-// is not exported (ErrNoPlan, ErrStalePlan). With a key, the bundle
-// carries an HMAC-SHA256 of its content, which ImportPlan given the same
-// key checks. The bundle is written 0600, atomically; it holds sensitive
-// values as terraform's plan does. No terraform process runs.
+// is not exported (ErrNoPlan, ErrStalePlan), and neither is the plan of
+// a unit whose state is local to the machine (ErrLocalState: terraform's
+// local backend, declared or implied, keeps it in files here, so another
+// machine would apply the plan against an empty state). The manifest
+// records the backend's type. With a key, the bundle carries an
+// HMAC-SHA256 of its content, which ImportPlan given the same key
+// checks; a nil key means no MAC, and an empty non-nil key (what an
+// unset secret gives) is refused before anything runs (ErrBadOption).
+// The bundle is written 0600, atomically; it holds sensitive values as
+// terraform's plan does. No terraform process runs.
 func ExportPlan(dir string, key []byte) Command {
 	return Command{name: "export-plan", kind: kindExportPlan, phase: PhaseStep, bundle: bundleSpec{dir: dir, key: key}}
 }
@@ -75,14 +84,21 @@ func ExportPlan(dir string, key []byte) Command {
 // workdir root, and makes it the unit's saved plan, for ApplyPlan (or
 // ApplyDestroyPlan) to apply exactly. Before anything is written it
 // checks the bundle: its members against its digest, and against its
-// HMAC when a key is given (a bundle without one is then refused too),
-// that it is for this unit, and that it is not stale here: the workdir's
-// source and generated files, the unit's arguments, environment and
-// inputs, the workspace and the engine must be what the plan was made
-// from. A bundle that fails is refused with ErrPlanBundle or ErrStalePlan
-// naming what differs, and the unit's workdir and saved plan are left as
-// they were. No terraform process runs. The bundle's lock file becomes
-// the workdir's, so the apply uses the providers the plan was made with.
+// HMAC when a key is given; a key and a MAC go together, so a bundle
+// without a MAC is refused when a key is given, and a bundle with one
+// when none is (the importing side's secret is missing: a digest alone
+// anyone can recompute); an empty non-nil key is refused before anything
+// runs (ErrBadOption). It checks that the bundle is for this unit, that
+// its state is in a backend every machine reaches, by the bundle's
+// record (an older export's bundle records none and is refused) and by
+// this unit's own configuration (ErrLocalState), and that it is not
+// stale here: the workdir's source and generated files, the unit's
+// arguments, environment and inputs, the workspace and the engine must
+// be what the plan was made from. A bundle that fails is refused with
+// ErrPlanBundle or ErrStalePlan naming what differs, and the unit's
+// workdir and saved plan are left as they were. No terraform process
+// runs. The bundle's lock file becomes the workdir's, so the apply uses
+// the providers the plan was made with.
 //
 // A plan is spent once applied, wherever: applying the same bundle again
 // on another machine fails with ErrStalePlan (terraform refuses a plan
@@ -100,24 +116,31 @@ func BundlePath(dir, unitID string) string {
 
 // manifest is a bundle's manifest.json.
 type manifest struct {
-	Format string            `json:"format"`
-	Unit   string            `json:"unit"`
-	Meta   planMeta          `json:"meta"`
-	Files  map[string]string `json:"files"`          // member name: sha256
-	Digest string            `json:"digest"`         // sha256 of the fields above
-	MAC    string            `json:"mac,omitempty"`  // HMAC-SHA256 of the same, with the host's key
-	Made   time.Time         `json:"made"`           // when the bundle was written; not covered
-	Host   string            `json:"host,omitempty"` // where; not covered
+	Format string   `json:"format"`
+	Unit   string   `json:"unit"`
+	Meta   planMeta `json:"meta"`
+	// Backend is the type of the backend the unit's state is in ("s3",
+	// "http", "cloud", ...). ExportPlan never writes "local" or "": a
+	// bundle without it is an older export's, refused on import.
+	Backend string            `json:"backend,omitempty"`
+	Files   map[string]string `json:"files"`          // member name: sha256
+	Digest  string            `json:"digest"`         // sha256 of the fields above
+	MAC     string            `json:"mac,omitempty"`  // HMAC-SHA256 of the same, with the host's key
+	Made    time.Time         `json:"made"`           // when the bundle was written; not covered
+	Host    string            `json:"host,omitempty"` // where; not covered
 }
 
-// content is what the digest and the MAC cover.
+// content is what the digest and the MAC cover. Backend is left out
+// when empty, so an older export's bundle still matches its digest and
+// is refused for what it lacks, by name.
 func (m *manifest) content() []byte {
 	b, _ := json.Marshal(struct {
-		Format string            `json:"format"`
-		Unit   string            `json:"unit"`
-		Meta   planMeta          `json:"meta"`
-		Files  map[string]string `json:"files"`
-	}{m.Format, m.Unit, m.Meta, m.Files})
+		Format  string            `json:"format"`
+		Unit    string            `json:"unit"`
+		Meta    planMeta          `json:"meta"`
+		Backend string            `json:"backend,omitempty"`
+		Files   map[string]string `json:"files"`
+	}{m.Format, m.Unit, m.Meta, m.Backend, m.Files})
 	return b
 }
 
@@ -150,6 +173,10 @@ func (x *unitRun) exportPlan() error {
 	if err != nil {
 		return err
 	}
+	backend, err := x.portableBackend("export plan of")
+	if err != nil {
+		return err
+	}
 	members := map[string][]byte{}
 	for name, p := range map[string]string{bundlePlan: file, bundleJSON: jsonFile, bundleLock: filepath.Join(x.dir, lockFileName)} {
 		data, err := os.ReadFile(p)
@@ -165,7 +192,7 @@ func (x *unitRun) exportPlan() error {
 		return fmt.Errorf("%w for unit %s: the plan file changed while it was read", ErrStalePlan, x.id)
 	}
 	host, _ := os.Hostname()
-	m := manifest{Format: bundleFormat, Unit: x.id, Meta: saved, Files: map[string]string{}, Made: time.Now().UTC(), Host: host}
+	m := manifest{Format: bundleFormat, Unit: x.id, Meta: saved, Backend: backend, Files: map[string]string{}, Made: time.Now().UTC(), Host: host}
 	for name, data := range members {
 		m.Files[name] = sha256Hex(data)
 	}
@@ -204,6 +231,46 @@ func (x *unitRun) exportPlan() error {
 	}
 	x.out.note(fmt.Sprintf("plan exported to %s (%d bytes)", dst, buf.Len()))
 	return nil
+}
+
+// portableBackend returns the type of the backend that keeps the unit's
+// state, as the unit's engine reads the workdir's configuration
+// (generated files and override files included), when that state is
+// reachable from another machine; otherwise an error wrapping
+// ErrLocalState that starts with what (ExportPlan, ImportPlan) names
+// the unit and says why. The local backend, declared or implied, keeps
+// the state in files on the machine the unit runs on: applied on
+// another machine, a bundle would meet that machine's own state (empty:
+// terraform's stale-plan check has nothing to compare) and create
+// everything again. A local backend's path outside the workdir counts
+// as local too: the SDK cannot tell a shared filesystem from a private
+// one, and guessing wrong applies a plan twice. -backend-config values
+// without a backend block configure nothing (terraform warns, and uses
+// the local backend), so they do not make the state remote.
+func (x *unitRun) portableBackend(what string) (string, error) {
+	b, err := modtree.ReadBackend(x.dir, nil, configRule(x.rs.eng.Kind))
+	if err != nil {
+		// A saved plan was made from this configuration, so terraform
+		// read it; what the SDK cannot read here is a local backend's
+		// path built from a variable (OpenTofu's early evaluation).
+		return "", fmt.Errorf("%w: %s unit %s: cannot tell where its state lives (%w); a plan bundle needs a backend every machine reaches",
+			ErrLocalState, what, x.id, err)
+	}
+	if !b.Local() {
+		return b.Type, nil
+	}
+	var why string
+	switch {
+	case b.Type == "local":
+		why = fmt.Sprintf(`its backend "local" (%s) keeps the state in a file on this machine`, filepath.Base(b.File))
+	case len(x.u.Args.BackendConfig) > 0:
+		why = "it has no backend block, so terraform ignores its -backend-config and keeps the state in the local backend, in its workdir on this machine"
+	default:
+		why = "it has no backend block, so terraform keeps the state in the local backend, in its workdir on this machine"
+	}
+	return "", fmt.Errorf("%w: %s unit %s: %s; a plan bundle applied on another machine would be applied against that machine's "+
+		"own, empty state and create everything again. Give the unit a backend every machine reaches (s3, gcs, azurerm, pg, http, ...) "+
+		"to carry its plans, or apply its saved plan on this machine (ApplyPlan)", ErrLocalState, what, x.id, why)
 }
 
 // readBundle reads and checks the bundle at p for unit id: its form, its
@@ -260,10 +327,24 @@ func readBundle(p, id string, key []byte) (*manifest, map[string][]byte, error) 
 		return nil, nil, refuse("the manifest does not match its digest (damaged or altered)")
 	case m.Unit != id:
 		return nil, nil, refuse("it is the plan of unit %s, not of %s", m.Unit, id)
+	case key == nil && m.MAC != "":
+		// A keyed bundle checked without a key is checked by its digest
+		// alone, which anyone can recompute: the apply job's secret is
+		// missing, not the bundle's.
+		return nil, nil, refuse("it carries a MAC (exported with a key), and no key was given: give ImportPlan the key ExportPlan had")
 	case key != nil && m.MAC == "":
-		return nil, nil, refuse("it carries no MAC, and a key was given")
+		return nil, nil, refuse("it carries no MAC (exported without a key), and a key was given: export it again with the key " +
+			"(ExportPlan(dir, key)); a bundle without a MAC could be anyone's")
 	case key != nil && !hmac.Equal([]byte(m.MAC), []byte(bundleMAC(key, m.content()))):
 		return nil, nil, refuse("its MAC does not match the key (altered, or made with another key)")
+	}
+	switch m.Backend {
+	case "":
+		return nil, nil, refuse("it records no backend (an older ExportPlan's bundle, or altered): its state may be local to the " +
+			"machine that planned; export the plan again with this version")
+	case "local":
+		return nil, nil, fmt.Errorf("%w: %w: %s: it says its state is in the local backend of the machine that planned (altered?)",
+			ErrPlanBundle, ErrLocalState, p)
 	}
 	if len(m.Files) != len(members) {
 		return nil, nil, refuse("the manifest lists %d members, the bundle holds %d", len(m.Files), len(members))
@@ -287,9 +368,19 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 	if err != nil {
 		return stepOutcome{}, err
 	}
+	// This unit's own configuration decides where the apply would go:
+	// a bundle's record alone can be written by anyone without the key.
+	backend, err := x.portableBackend("import plan of")
+	if err != nil {
+		return stepOutcome{}, fmt.Errorf("%w: %s: %w", ErrPlanBundle, src, err)
+	}
+	if backend != m.Backend {
+		return stepOutcome{}, fmt.Errorf("%w: %s: the plan of unit %s was made with its state in a backend of type %q, this unit's is %q",
+			ErrPlanBundle, src, x.id, m.Backend, backend)
+	}
 	saved := m.Meta
 	now := planMeta{Digest: x.w.Digest, Engine: engineID(x.rs.eng), Destroy: saved.Destroy,
-		Args: planArgsDigest(x.u), Inputs: x.externalInputs(), Plan: saved.Plan, LockFile: saved.LockFile}
+		Args: planArgsDigest(x.u), Inputs: x.planInputs(), Plan: saved.Plan, LockFile: saved.LockFile}
 	if why := staleness(saved, now, saved.Destroy); why != "" {
 		return stepOutcome{}, fmt.Errorf("%w for unit %s: the bundle %s (made on %s at %s) does not match this workdir: %s",
 			ErrStalePlan, x.id, src, m.Host, m.Made.Format(time.RFC3339), why)

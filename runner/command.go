@@ -120,6 +120,11 @@ func (c Command) valid() error {
 		return fmt.Errorf("%w: step %q has no function", ErrUnknownCommand, c.name)
 	case c.kind == kindStep && !stepNameRe.MatchString(c.name):
 		return fmt.Errorf("%w: step name %q: use letters, digits, '.', '_' and '-' (it names log files)", ErrUnknownCommand, c.name)
+	case (c.kind == kindExportPlan || c.kind == kindImportPlan) && c.bundle.key != nil && len(c.bundle.key) == 0:
+		// An HMAC key everyone holds authenticates nothing; an empty one
+		// is what []byte(os.Getenv(NAME)) gives when the secret is unset.
+		return fmt.Errorf("%w: %s(%q, key): the key is empty (is the secret that holds it unset?): give the bundles' secret key, "+
+			"or nil for bundles without a MAC", ErrBadOption, map[commandKind]string{kindExportPlan: "ExportPlan", kindImportPlan: "ImportPlan"}[c.kind], c.bundle.dir)
 	}
 	return nil
 }

@@ -93,7 +93,20 @@
 //     sensitive); SavePlan keeps the plan, its JSON rendering and a
 //     record of what it was made from in the instance's data dir, and
 //     ApplyPlan refuses a plan whose workdir, lock file or terraform
-//     changed (ErrStalePlan) and never re-plans.
+//     changed (ErrStalePlan) and never re-plans. The environment in that
+//     record is what the plan was made from (TF_VAR_*, TF_CLI_ARGS,
+//     TF_CLI_ARGS_plan, TF_CLI_ARGS_init), not what only later commands
+//     read (TF_CLI_ARGS_apply).
+//   - plan bundles: ExportPlan writes a saved plan as one checked file
+//     for another machine, ImportPlan makes it that machine's saved
+//     plan; no terraform runs. Only a unit whose state is in a backend
+//     every machine reaches has one: a unit on the local backend
+//     (declared or implied) is refused on both sides (ErrLocalState),
+//     since another machine would apply its plan against an empty state.
+//     A key is all or nothing: given, the bundle carries an HMAC-SHA256
+//     that ImportPlan checks with the same key; nil means no MAC; an
+//     empty key is refused (ErrBadOption), and so is a bundle whose MAC
+//     and the import's key do not go together (ErrPlanBundle).
 //
 // The runner runs terraform itself, one process per command, with
 // arguments it builds and tests (args.go): terraform-exec would start a

@@ -68,6 +68,14 @@ var (
 	// longer matches its workdir, lock file, terraform or arguments; the
 	// message says what changed.
 	ErrStalePlan = errors.New("saved plan is stale")
+	// ErrLocalState reports a plan bundle of a unit whose state is local
+	// to the machine: terraform's local backend (no backend block, or a
+	// "local" one) keeps it in files where the unit runs, so a bundle
+	// applied on another machine would be applied against that machine's
+	// own, empty state and create everything a second time. ExportPlan
+	// refuses to write such a bundle and ImportPlan to take one (wrapping
+	// ErrPlanBundle too); the message names the unit and its backend.
+	ErrLocalState = errors.New("state is local to the machine")
 	// ErrBackendChanged reports a backend configuration that changed
 	// since the instance's last init while its old state may hold
 	// resources; see BackendChangedError.

@@ -13,7 +13,7 @@ import (
 // fingerprint hashes what a record depends on, for every record the
 // runner compares with now: the init record (initFingerprint, skip init),
 // the applied record (inputsDigest, skip unchanged) and the saved plan's
-// record (planArgsDigest and externalInputs, refuse a stale plan or
+// record (planArgsDigest and planInputs, refuse a stale plan or
 // bundle). Each field is named and length-prefixed, so two different
 // lists of fields never hash alike, and adding a field changes every
 // sum. Changing the encoding makes every record on disk differ once

@@ -70,9 +70,36 @@ func readInput(p string) ([]byte, error) { return modtree.ReadRegular(p) }
 // "default"), the content of every var file and -backend-config file
 // (those outside the workdir are not in its digest; the -backend-config
 // values too), and the environment terraform reads (TF_VAR_*,
-// TF_CLI_ARGS*, and the unit's own Env over the process's). A saved plan
-// is refused, and a unit is not skipped as unchanged, when it differs.
+// TF_CLI_ARGS*, and the unit's own Env over the process's). A unit is
+// not skipped as unchanged when it differs (the applied record: an
+// apply reads every command's TF_CLI_ARGS* it runs, TF_CLI_ARGS_apply
+// included).
 func (x *unitRun) externalInputs() string {
+	return x.inputsFingerprint(func(string) bool { return true })
+}
+
+// planInputs is externalInputs for a saved plan's record: what the plan
+// was made from, without the TF_CLI_ARGS_<command> of the commands that
+// run after it (planReadsEnv). A saved plan, or a bundle, is refused as
+// stale when it differs; an apply job's own TF_CLI_ARGS_apply is not a
+// reason.
+func (x *unitRun) planInputs() string { return x.inputsFingerprint(planReadsEnv) }
+
+// planReadsEnv reports whether the environment variable k can change
+// what a saved plan holds: all but TF_CLI_ARGS_<command> of commands
+// other than plan and the init it was planned after (init's
+// -backend-config decides which state the plan compared against).
+// TF_CLI_ARGS_apply, say, changes how the plan is applied, never what
+// it holds: terraform reads a saved plan's variables and backend from
+// the plan file itself.
+func planReadsEnv(k string) bool {
+	cmd, ok := strings.CutPrefix(k, "TF_CLI_ARGS_")
+	return !ok || cmd == "plan" || cmd == "init"
+}
+
+// inputsFingerprint is externalInputs over the environment variables
+// for which counts returns true.
+func (x *unitRun) inputsFingerprint(counts func(string) bool) string {
 	fp := newFingerprint()
 	ws := x.u.Workspace
 	if ws == "" {
@@ -92,6 +119,9 @@ func (x *unitRun) externalInputs() string {
 	}
 	env := unitEnv(processEnv(), nil, "", x.u.Env)
 	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if !counts(k) {
+			continue
+		}
 		if strings.HasPrefix(k, "TF_VAR_") || strings.HasPrefix(k, "TF_CLI_ARGS") || x.u.Env[k] != "" {
 			fp.addString("env "+k, env[k])
 		}

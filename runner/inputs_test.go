@@ -53,3 +53,26 @@ func TestSavedPlanRefusedWhenInputsChange(t *testing.T) {
 		require.False(t, rep.Results[0].Unchanged, "%s: not skipped as unchanged", tc.name)
 	}
 }
+
+// TestSkipUnchangedSeesApplyCLIArgs: a saved plan ignores what only its
+// apply reads (TF_CLI_ARGS_apply), but the applied record, which
+// describes an apply, does not: WithSkipUnchanged does not skip a unit
+// whose TF_CLI_ARGS_apply changed since its last apply.
+func TestSkipUnchangedSeesApplyCLIArgs(t *testing.T) {
+	w := newWorld(t)
+	src := w.component(t, "plain", `output "id" { value = "x-1" }`)
+	tf, _ := fakeTerraform(t, fakeTerraformBody)
+	r, err := New(WithWorkdirs(w.wd), WithTerraform(tf), WithSkipUnchanged())
+	require.NoError(t, err)
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "apply-args", src, nil)}
+	_, err = r.Run(testCtx(t), Apply, u)
+	require.NoError(t, err)
+	rep, err := r.Run(testCtx(t), Apply, u)
+	require.NoError(t, err)
+	require.True(t, rep.Results[0].Unchanged, "nothing changed: skipped")
+
+	t.Setenv("TF_CLI_ARGS_apply", "-parallelism=3")
+	rep, err = r.Run(testCtx(t), Apply, u)
+	require.NoError(t, err)
+	require.False(t, rep.Results[0].Unchanged, "TF_CLI_ARGS_apply changed: not skipped")
+}

@@ -55,7 +55,7 @@ type planMeta struct {
 	Engine   string    `json:"engine"`    // kind and version of the terraform that planned
 	Plan     string    `json:"plan"`      // sha256 of the plan file
 	Args     string    `json:"args"`      // sha256 of the unit's plan arguments and Env
-	Inputs   string    `json:"inputs"`    // unitRun.externalInputs: workspace, file contents, TF_VAR_*, TF_CLI_ARGS*
+	Inputs   string    `json:"inputs"`    // unitRun.planInputs: workspace, file contents, TF_VAR_*, TF_CLI_ARGS, TF_CLI_ARGS_plan, TF_CLI_ARGS_init
 	Destroy  bool      `json:"destroy"`
 	Created  time.Time `json:"created"`
 }
@@ -146,7 +146,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) (out stepOutcome, 
 
 func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
 	m := planMeta{Digest: x.w.Digest, Engine: engineID(x.rs.eng), Destroy: destroy, Created: time.Now().UTC(),
-		Args: planArgsDigest(x.u), Inputs: x.externalInputs()}
+		Args: planArgsDigest(x.u), Inputs: x.planInputs()}
 	var err error
 	if m.Plan, err = treesum.HashFile(file); err != nil {
 		return m, fmt.Errorf("hash saved plan: %w", err)
@@ -277,7 +277,7 @@ func staleness(saved, now planMeta, wantDestroy bool) string {
 		why = append(why, "the unit's arguments or environment changed")
 	}
 	if saved.Inputs != now.Inputs {
-		why = append(why, "the workspace, a var or -backend-config file's content, or TF_VAR_*/TF_CLI_ARGS* changed")
+		why = append(why, "the workspace, a var or -backend-config file's content, or TF_VAR_*, TF_CLI_ARGS, TF_CLI_ARGS_plan or TF_CLI_ARGS_init changed")
 	}
 	if saved.Engine != now.Engine {
 		why = append(why, fmt.Sprintf("terraform changed (%s, now %s)", saved.Engine, now.Engine))
@@ -288,14 +288,17 @@ func staleness(saved, now planMeta, wantDestroy bool) string {
 // planArgsDigest covers what a unit gives terraform's plan besides the
 // workdir: its plan arguments (variables, var files, targets,
 // replacements, refresh; not -out or the lock timeout, which change from
-// run to run) and its Env.
+// run to run) and its Env, but for what cannot change the plan
+// (planReadsEnv: TF_CLI_ARGS_apply and the like).
 func planArgsDigest(u *Unit) string {
 	fp := newFingerprint()
 	for _, a := range u.Args.planCmd("", false, "").Args {
 		fp.addString("arg", a)
 	}
 	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
-		fp.addString("env "+k, u.Env[k])
+		if planReadsEnv(k) {
+			fp.addString("env "+k, u.Env[k])
+		}
 	}
 	return fp.sum()
 }

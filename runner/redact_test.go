@@ -10,6 +10,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/testbackend"
 	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
@@ -287,8 +288,12 @@ func TestSavePlanRedactedJSON(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Join(src, "m"), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(redactComponent), 0o644))
 		require.NoError(t, os.WriteFile(filepath.Join(src, "m", "main.tf"), []byte(redactModule), 0o644))
+		// Its state on a backend every machine reaches: the test carries
+		// the plan in a bundle too, which a local state never allows.
+		srv := testbackend.StartHTTPState(t)
 		unit := func(secret string) Unit {
 			u := w.unit(t, "redact", src, map[string]any{}, "redact")
+			u.Workdir.Files["backend.tf.json"] = srv.BackendJSON("redact")
 			u.Workdir.Files["secret.tfvars.json"] = []byte(`{"secret":"` + secret + `"}`)
 			u.Args.VarFiles = []string{"secret.tfvars.json"}
 			return u

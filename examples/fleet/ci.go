@@ -37,7 +37,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	env, err := startOffline(ctx, root)
+	stateDir := filepath.Join(root, "state")
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return err
+	}
+	env, err := startOffline(ctx, root, stateDir)
 	if err != nil {
 		return err
 	}
@@ -49,10 +53,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	start, key := time.Now(), make([]byte, 32)
 	_, _ = rand.Read(key) // never fails
 	m := job{Root: filepath.Join(root, "mirror"), MirrorCert: filepath.Join(root, "mirror.pem"),
-		Artifact: filepath.Join(root, "a", "bundles"), State: filepath.Join(root, "state"), Env: env}
-	if err := os.MkdirAll(m.State, 0o700); err != nil {
-		return err
-	}
+		Artifact: filepath.Join(root, "a", "bundles"), Env: env}
 
 	// The provider mirror, a machine of its own until the fleet is done.
 	pid, stopMirror, err := startMirror(ctx, exe, &m)
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return fmt.Errorf("plan job: %w", err)
 	}
 	matrix, _ := json.Marshal(fan) // a FanOutPlan always marshals
-	fmt.Fprintf(stdout, "plan job: %d bundles; matrix %s\n", len(fleetUnits(m.State, env)), matrix)
+	fmt.Fprintf(stdout, "plan job: %d bundles; matrix %s\n", len(fleetUnits(env)), matrix)
 
 	// The artifact: uploaded by the plan job, downloaded by the apply jobs.
 	bundles := m.Artifact
@@ -88,7 +89,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		}
 	}
 	fmt.Fprintf(stdout, "fleet: every job succeeded, every state in %s; %d provider downloads upstream; %s\n",
-		m.State, env.downloads(), time.Since(start).Round(time.Millisecond))
+		stateDir, env.downloads(), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -123,9 +124,10 @@ func startMirror(ctx context.Context, exe string, m *job) (pid int, stop func() 
 func runWave(ctx context.Context, exe string, m job, key []byte, w int, jobs [][]string, start time.Time, stdout io.Writer) error {
 	out, errs, spans := make([]bytes.Buffer, len(jobs)), make([]error, len(jobs)), make([][2]time.Duration, len(jobs))
 	var wg sync.WaitGroup
+	fleetRoot := filepath.Dir(m.Root) // m is the plan job's, its root a dir of the fleet's
 	for j, ids := range jobs {
-		// Its own root, under the fleet's, beside the shared state.
-		m.Root, m.IDs = filepath.Join(filepath.Dir(m.State), fmt.Sprintf("wave%d-job%d", w, j+1)), ids
+		// Its own root, under the fleet's.
+		m.Root, m.IDs = filepath.Join(fleetRoot, fmt.Sprintf("wave%d-job%d", w, j+1)), ids
 		spec, _ := json.Marshal(m) // a job always marshals
 		cmd := exec.CommandContext(ctx, exe)
 		cmd.Env = append(os.Environ(), jobEnv+"="+string(spec), keyEnv+"="+hex.EncodeToString(key))

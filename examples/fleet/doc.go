@@ -16,9 +16,11 @@
 //     its own root: it imports its matrix cell's bundles
 //     (runner.ImportPlan, WithIDs) and applies exactly those plans
 //     (runner.ApplyPlan).
-//   - Every state lives in one shared backend (a local path here, standing
-//     in for S3 or another remote backend): run the fleet again and machine
-//     A, which applied nothing, plans no change.
+//   - Every state lives in one backend every machine reaches (terraform's
+//     http backend on a loopback server here, standing in for S3 or
+//     another remote backend; ExportPlan refuses a unit whose state is
+//     local to the machine): run the fleet again and machine A, which
+//     applied nothing, plans no change.
 //
 // A cluster needs nothing of the VPC's apply to be planned. A unit whose
 // plan reads a dependency's outputs can only be planned once that
@@ -29,6 +31,6 @@
 // machines as processes of this binary (re-executed with their orders in
 // the environment), carries the artifact and runs the matrix. offline.go
 // stands in for the network: a small provider served from a loopback
-// registry as the mirror's upstream, and a certificate made up for the
-// mirror. Delete both when copying.
+// registry as the mirror's upstream, a certificate made up for the
+// mirror, and the state backend. Delete both when copying.
 package main

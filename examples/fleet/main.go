@@ -26,11 +26,12 @@ const (
 )
 
 // job is what the CI system tells a machine: its own root, the fleet's
-// provider mirror, where the artifact is, the shared backend, its IDs.
+// provider mirror, where the artifact is, its IDs; Env holds the
+// stand-ins, the shared state backend's address among them.
 type job struct {
-	Root, Mirror, MirrorCert, Artifact, State string
-	IDs                                       []string
-	Env                                       *offline // offline.go's stand-ins
+	Root, Mirror, MirrorCert, Artifact string
+	IDs                                []string
+	Env                                *offline // offline.go's stand-ins
 }
 
 func main() {
@@ -57,7 +58,7 @@ func planJob(ctx context.Context, j job, key []byte) (runner.FanOutPlan, error) 
 	if err != nil {
 		return runner.FanOutPlan{}, err
 	}
-	units := fleetUnits(j.State, j.Env)
+	units := fleetUnits(j.Env)
 	for _, cmd := range []runner.Command{runner.SavePlan, runner.ExportPlan(j.Artifact, key)} {
 		if _, err := r.Run(ctx, cmd, units...); err != nil {
 			return runner.FanOutPlan{}, err
@@ -81,7 +82,7 @@ func applyJob(ctx context.Context, spec string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	units, only := fleetUnits(j.State, j.Env), runner.WithIDs(j.IDs...)
+	units, only := fleetUnits(j.Env), runner.WithIDs(j.IDs...)
 	if _, err := r.RunWith(ctx, runner.ImportPlan(j.Artifact, key), units, only); err != nil {
 		return err
 	}
@@ -139,16 +140,20 @@ func machine(j job) (*runner.Runner, error) {
 }
 
 // fleetUnits are the stack's VPC and twelve clusters after it, every
-// state in the shared backend at dir.
-func fleetUnits(dir string, env *offline) (units []runner.Unit) {
+// state in the fleet's one backend, which every machine reaches: a plan
+// made on one machine is applied on another against the same state
+// (ExportPlan refuses a unit whose state is local to the machine).
+// Yours: your remote backend (S3, say) instead of offline.go's.
+func fleetUnits(env *offline) (units []runner.Unit) {
 	for i := range 13 {
 		instance, source := fmt.Sprintf("elasticache/redis-cluster-%d", i), env.Source
 		if i == 0 {
 			instance, source = "network/vpc", env.VPCSource
 		}
 		name := "plat-ue2-dev-" + strings.ReplaceAll(instance, "/", "-")
+		state := env.State + "/" + name
 		backend, _ := json.Marshal(map[string]any{"terraform": map[string]any{"backend": map[string]any{
-			"local": map[string]string{"path": filepath.Join(dir, name+".tfstate")}}}})
+			"http": map[string]string{"address": state, "lock_address": state, "unlock_address": state}}}})
 		units = append(units, runner.Unit{ID: "plat-ue2-dev/" + instance, Workdir: workdir.Spec{
 			Stack: "plat-ue2-dev", Instance: instance, Source: source, Files: map[string][]byte{
 				"backend.tf.json":            backend,

@@ -2,12 +2,13 @@
 // imports the SDK's internal packages: it finds terraform, writes the
 // components the fleet applies, serves a small test provider from a
 // loopback registry (the mirror's upstream, reached through its address
-// and CA file) and makes up a certificate for the fleet's mirror, which
-// the machines then trust. Delete it when you copy the example: give
-// each machine your terraform (or none: the runner finds it) and your
-// checkout's component directories, the mirror your registry
-// (pluginc.Open(dir) alone installs from the public one) and your
-// certificate.
+// and CA file), makes up a certificate for the fleet's mirror, which
+// the machines then trust, and serves the fleet's one state backend
+// (terraform's http backend, on loopback). Delete it when you copy the
+// example: give each machine your terraform (or none: the runner finds
+// it) and your checkout's component directories, the mirror your
+// registry (pluginc.Open(dir) alone installs from the public one) and
+// your certificate, and the units your remote backend (S3, say).
 
 package main
 
@@ -15,13 +16,18 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sync"
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/demo"
@@ -40,26 +46,132 @@ type offline struct {
 		Addr   string `json:"addr"`    // the loopback address it listens on
 		CAFile string `json:"ca_file"` // its certificate authority
 	} `json:"registry"`
+	// State is the base URL of the fleet's state backend: the state of
+	// the units named NAME is at State+"/"+NAME.
+	State string `json:"state"`
 
 	downloads func() int // packages the registry served (the parent's only)
-	close     func()     // stops the registry (the parent's only)
+	close     func()     // stops the registry and the state backend (the parent's only)
 }
 
-// startOffline sets the stand-in up under root.
-func startOffline(ctx context.Context, root string) (*offline, error) {
+// startOffline sets the stand-in up under root; the states live in
+// stateDir.
+func startOffline(ctx context.Context, root, stateDir string) (*offline, error) {
 	env, err := demo.SetupOffline(ctx, root, 0)
 	if err != nil {
 		return nil, err
 	}
-	o := &offline{Terraform: env.Terraform, VPCSource: env.Source(demo.VPCComponent), Source: env.Source(demo.Component),
-		downloads: env.Provider.Downloads, close: env.Close}
-	o.Registry.Host, o.Registry.Addr = env.Provider.Host(), env.Provider.Addr()
-	o.Registry.CAFile = filepath.Join(root, "registry-ca.pem")
-	if err := env.Provider.WriteCAFile(o.Registry.CAFile); err != nil {
+	states, err := serveStates(stateDir, filepath.Join(root, "state-addr"))
+	if err != nil {
 		env.Close()
 		return nil, err
 	}
+	o := &offline{Terraform: env.Terraform, VPCSource: env.Source(demo.VPCComponent), Source: env.Source(demo.Component),
+		State: states.URL + "/state", downloads: env.Provider.Downloads, close: func() { states.Close(); env.Close() }}
+	o.Registry.Host, o.Registry.Addr = env.Provider.Host(), env.Provider.Addr()
+	o.Registry.CAFile = filepath.Join(root, "registry-ca.pem")
+	if err := env.Provider.WriteCAFile(o.Registry.CAFile); err != nil {
+		o.close()
+		return nil, err
+	}
 	return o, nil
+}
+
+// serveStates serves the states in dir on loopback, at the address kept
+// in addrFile when a run before this one left it there: the backend's
+// address is part of every unit's configuration, and a changed one is a
+// changed backend, which init refuses.
+func serveStates(dir, addrFile string) (*httptest.Server, error) {
+	addr := "127.0.0.1:0"
+	if b, err := os.ReadFile(addrFile); err == nil {
+		addr = string(b)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("state backend (its address is kept in %s): %w", addrFile, err)
+	}
+	if err := os.WriteFile(addrFile, []byte(l.Addr().String()), 0o644); err != nil {
+		l.Close()
+		return nil, err
+	}
+	srv := httptest.NewUnstartedServer(&stateServer{dir: dir})
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	return srv, nil
+}
+
+// stateServer is the fleet's state backend, for terraform's http
+// backend: each state a file NAME.tfstate in dir (so a second run of the
+// fleet finds them), its lock held here. Every machine reaches it, as
+// every machine of a real fleet reaches its S3 bucket: a plan bundle
+// needs that (ExportPlan refuses a unit whose state is local).
+type stateServer struct {
+	dir   string
+	mu    sync.Mutex
+	locks map[string][]byte // name: the holder's lock info, as sent
+}
+
+var stateNameRe = regexp.MustCompile(`^/state/([A-Za-z0-9._-]+)$`)
+
+func (s *stateServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := stateNameRe.FindStringSubmatch(r.URL.Path)
+	if m == nil {
+		http.Error(w, "want /state/NAME", http.StatusNotFound)
+		return
+	}
+	p := filepath.Join(s.dir, m[1]+".tfstate")
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.locks == nil {
+		s.locks = map[string][]byte{}
+	}
+	held := s.locks[m[1]]
+	switch r.Method {
+	case http.MethodGet:
+		b, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			http.Error(w, "no state", http.StatusNotFound) // terraform: empty
+			return
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write(b)
+	case http.MethodPost, http.MethodDelete:
+		var id struct{ ID string }
+		if held != nil && (json.Unmarshal(held, &id) != nil || r.URL.Query().Get("ID") != id.ID) {
+			w.WriteHeader(http.StatusLocked) // only the lock's holder writes
+			_, _ = w.Write(held)
+			return
+		}
+		if r.Method == http.MethodDelete {
+			err = os.Remove(p)
+		} else {
+			tmp := p + ".tmp"
+			err = errors.Join(os.WriteFile(tmp, body, 0o600), os.Rename(tmp, p))
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	case "LOCK":
+		if held != nil {
+			w.WriteHeader(http.StatusLocked) // terraform names the holder
+			_, _ = w.Write(held)
+			return
+		}
+		s.locks[m[1]] = body
+	case "UNLOCK":
+		delete(s.locks, m[1])
+	default:
+		http.Error(w, "want GET, POST, DELETE, LOCK or UNLOCK", http.StatusMethodNotAllowed)
+	}
 }
 
 // cacheOptions are a machine's provider cache options for the registry:
