@@ -35,9 +35,10 @@ func TestS3Backend(t *testing.T) {
 	moto := testbackend.StartMoto(t)
 	require.NoError(t, moto.CreateLockTable(testCtx(t)))
 	testenv.Engines(t, func(t *testing.T, e testenv.Engine) {
+		e.NeedBackend(t, "s3")
 		for _, lock := range []testbackend.S3Lock{testbackend.DynamoDBLock, testbackend.LockFile} {
 			t.Run(lock.String(), func(t *testing.T) {
-				bucket := strings.ToLower(fmt.Sprintf("state-%s-%s", e.Kind, strings.ReplaceAll(lock.String(), "_", "-")))
+				bucket := strings.ToLower(fmt.Sprintf("state-%s-%s", e.Name, strings.ReplaceAll(lock.String(), "_", "-")))
 				require.NoError(t, moto.CreateBucket(testCtx(t), bucket))
 				dir := t.TempDir()
 				root, cacheDir := filepath.Join(dir, "workdirs"), filepath.Join(dir, "cache")
@@ -140,8 +141,9 @@ func TestStaleLockRecoveryNeverTakesALiveLock(t *testing.T) {
 	moto := testbackend.StartMoto(t)
 	require.NoError(t, moto.CreateLockTable(testCtx(t)))
 	testenv.Engines(t, func(t *testing.T, e testenv.Engine) {
+		e.NeedBackend(t, "s3")
 		const lock = testbackend.DynamoDBLock
-		bucket := "live-lock-" + strings.ToLower(string(e.Kind))
+		bucket := "live-lock-" + strings.ToLower(e.Name)
 		require.NoError(t, moto.CreateBucket(testCtx(t), bucket))
 		const key = "plat-ue2-dev/live/terraform.tfstate"
 		dir := t.TempDir()

@@ -177,9 +177,17 @@ func runVersion(parent context.Context, path string, timeout time.Duration) (Inf
 
 	var stdout, stderr cappedBuffer
 	stdout.max, stderr.max = maxOutput, 4<<10
+	// `version` reads no credentials or installation settings, but an
+	// engine warns about a CLI config it cannot open, and OpenTofu 1.12
+	// prints that warning on stdout before its version: an empty config
+	// of our own keeps the user's out of the output.
+	cfg := filepath.Join(dir, "empty.tfrc")
+	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
+		return Info{}, err
+	}
 	cmd := exec.CommandContext(ctx, path, "version")
 	cmd.Dir = wd
-	cmd.Env = versionEnv()
+	cmd.Env = append(versionEnv(), "TF_CLI_CONFIG_FILE="+cfg)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// A wrapper script's children may keep the pipes open after the kill:
 	// stop waiting for them shortly after.
@@ -202,11 +210,12 @@ func runVersion(parent context.Context, path string, timeout time.Duration) (Inf
 }
 
 // versionEnv is the process environment minus what would change the output
-// of `version` (extra arguments, logging) plus what keeps it offline.
+// of `version` (extra arguments, logging, the CLI config's warnings) plus
+// what keeps it offline.
 func versionEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "TF_CLI_ARGS") || strings.HasPrefix(kv, "TF_LOG") || strings.HasPrefix(kv, "CHECKPOINT_DISABLE=") {
+		if strings.HasPrefix(kv, "TF_CLI_ARGS") || strings.HasPrefix(kv, "TF_LOG") || strings.HasPrefix(kv, "CHECKPOINT_DISABLE=") || strings.HasPrefix(kv, "TF_CLI_CONFIG_FILE=") {
 			continue
 		}
 		env = append(env, kv)
@@ -221,7 +230,10 @@ var (
 
 // parseVersionOutput reads the text output of `terraform version` or `tofu
 // version`: a first line "Terraform v1.11.4" or "OpenTofu v1.10.6", usually
-// a line "on linux_amd64", then optional provider lines and notices.
+// a line "on linux_amd64", then optional provider lines and notices. A
+// warning the engine prints before it (OpenTofu 1.12 puts a CLI config
+// warning on stdout first: "Warning: ...", or the same in a box of
+// "╷ │ ╵") is passed over; any other first line is not an engine's.
 func parseVersionOutput(out []byte) (Kind, *version.Version, string, error) {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	var lines []string
@@ -232,6 +244,14 @@ func parseVersionOutput(out []byte) (Kind, *version.Version, string, error) {
 	}
 	if len(lines) == 0 {
 		return "", nil, "", fmt.Errorf("%w: no output", ErrUnrecognized)
+	}
+	if warning(lines[0]) {
+		for i, l := range lines {
+			if headerRE.MatchString(l) {
+				lines = lines[i:]
+				break
+			}
+		}
 	}
 	m := headerRE.FindStringSubmatch(lines[0])
 	if m == nil {
@@ -254,6 +274,12 @@ func parseVersionOutput(out []byte) (Kind, *version.Version, string, error) {
 		platform = pm[1]
 	}
 	return kind, v, platform, nil
+}
+
+// warning reports whether l opens a diagnostic the engine printed before
+// its version.
+func warning(l string) bool {
+	return strings.HasPrefix(l, "Warning:") || strings.HasPrefix(l, "╷") || strings.HasPrefix(l, "│")
 }
 
 // quoteOutput quotes the first non-empty of outs, shortened, for an error.

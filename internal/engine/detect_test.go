@@ -40,6 +40,10 @@ func TestParseVersionOutput(t *testing.T) {
 		{name: "tofu dev build", out: "OpenTofu v1.10.6-dev\non linux_amd64\n", kind: engine.OpenTofu, version: "1.10.6-dev", platform: "linux_amd64"},
 		{name: "tofu with providers", out: "OpenTofu v1.6.0\non darwin_amd64\n+ provider example.test/acme/demo v2.1.0\n", kind: engine.OpenTofu, version: "1.6.0", platform: "darwin_amd64"},
 		{name: "leading blank lines", out: "\n\nOpenTofu v1.9.0\non freebsd_386\n", kind: engine.OpenTofu, version: "1.9.0", platform: "freebsd_386"},
+		// OpenTofu 1.12 warns about a missing CLI config on stdout, first.
+		{name: "tofu 1.12 warning first", out: "Warning: Unable to open CLI configuration file\n\nThe CLI configuration file at \"/root/.terraformrc\" does not exist.\nOpenTofu v1.12.6\non linux_amd64\n", kind: engine.OpenTofu, version: "1.12.6", platform: "linux_amd64"},
+		{name: "boxed warning first", out: "╷\n│ Warning: Unable to open CLI configuration file\n│\n╵\nTerraform v1.16.0\non linux_amd64\n", kind: engine.Terraform, version: "1.16.0", platform: "linux_amd64"},
+		{name: "warning and no engine", out: "Warning: something\nUsage: terraform\n", err: "Warning: something"},
 		// Garbage.
 		{name: "empty", out: "", err: "no output"},
 		{name: "blank", out: " \n\n\t\n", err: "no output"},
@@ -185,8 +189,10 @@ func TestDetectEnvironment(t *testing.T) {
 	t.Setenv("TF_CLI_ARGS_version", "-json")
 	t.Setenv("TF_LOG", "trace")
 	t.Setenv("CHECKPOINT_DISABLE", "")
+	t.Setenv("TF_CLI_CONFIG_FILE", filepath.Join(t.TempDir(), "missing.tfrc"))
 	p := writeScript(t, t.TempDir(), "terraform", `
 if [ "$#" != 1 ] || [ "$1" != version ]; then echo "args: $*" >&2; exit 1; fi
+if [ ! -f "$TF_CLI_CONFIG_FILE" ] || [ -s "$TF_CLI_CONFIG_FILE" ]; then echo "not an empty CLI config: $TF_CLI_CONFIG_FILE" >&2; exit 1; fi
 if [ "$CHECKPOINT_DISABLE" != 1 ]; then echo "checkpoint on" >&2; exit 1; fi
 if [ -n "$TF_CLI_ARGS$TF_CLI_ARGS_version$TF_LOG" ]; then echo "user settings leaked" >&2; exit 1; fi
 if [ -n "$(ls -A)" ]; then echo "dir not empty" >&2; exit 1; fi
@@ -216,21 +222,30 @@ func TestDetectDeadline(t *testing.T) {
 // `version -json`, which itself does not name the engine: OpenTofu's
 // document has Terraform's field names and never says "OpenTofu".
 func TestDetectReal(t *testing.T) {
+	// A CLI config that does not exist (the machine's own may be one):
+	// OpenTofu 1.12 warns about it on stdout before its version.
+	t.Setenv("TF_CLI_CONFIG_FILE", filepath.Join(t.TempDir(), "missing.tfrc"))
 	testenv.Engines(t, func(t *testing.T, e testenv.Engine) {
 		info, err := engine.Detect(context.Background(), e.Path)
 		require.NoError(t, err)
 		require.Equal(t, e.Kind, info.Kind)
 		require.Equal(t, runtime.GOOS+"_"+runtime.GOARCH, info.Platform)
 		require.Equal(t, e.Path, info.Path)
-		if e.Kind == engine.OpenTofu {
+		switch e.Name {
+		case "tofu":
 			require.Equal(t, testenv.TofuVersion, info.Version.String())
+		case "terraform":
+		default:
+			require.Equal(t, string(e.Kind)+"-"+info.Version.String(), e.Name)
 		}
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, e.Path, "version", "-json")
 		cmd.Dir = t.TempDir()
-		cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1")
+		empty := filepath.Join(t.TempDir(), "empty.tfrc")
+		require.NoError(t, os.WriteFile(empty, nil, 0o600))
+		cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1", "TF_CLI_CONFIG_FILE="+empty)
 		var stdout bytes.Buffer
 		cmd.Stdout = &stdout
 		require.NoError(t, cmd.Run())
