@@ -11,6 +11,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/pluginc"
+	"github.com/tfisolate/tfisolate/workdir"
 )
 
 // Variables go to init and get only for an engine that evaluates them
@@ -160,18 +161,26 @@ variable "flavor" { type = string }
 module "m" { source = "./mods/${var.flavor}" }
 module "fixed" { source = "./mods/a" }`})
 	tree := modtree.Walk(dir, modtree.TofuFiles)
-	key := func(vars map[string]string) (string, bool) {
+	keyOf := func(tree *modtree.Tree, component string, vars map[string]string) (string, bool) {
 		root, err := readRootConfigAt(dir, modtree.TofuFiles, true, Args{Vars: vars}, nil)
 		require.NoError(t, err)
-		x := &unitRun{tree: tree}
+		x := &unitRun{tree: tree, u: &Unit{Workdir: workdir.Spec{Source: component}}}
 		return moduleKey(tree, x.dynamicCall(root.early))
 	}
+	key := func(vars map[string]string) (string, bool) { return keyOf(tree, dir, vars) }
 	a, remote := key(map[string]string{"flavor": "a"})
-	require.True(t, remote, "a dynamic source is resolved by tofu get, not followed as local")
+	require.True(t, remote, "a dynamic source not evaluated is resolved by tofu get, not followed as local")
 	b, _ := key(map[string]string{"flavor": "b"})
 	a2, _ := key(map[string]string{"flavor": "a", "unrelated": "z"})
 	require.NotEqual(t, a, b)
 	require.Equal(t, a, a2)
+	other, _ := keyOf(tree, "/elsewhere/components/other", map[string]string{"flavor": "a"})
+	require.NotEqual(t, a, other, "a source not evaluated may name a dir of its own component: never shared with another")
+
+	// Evaluated to a local dir (Spec.ModuleSources): followed, not fetched.
+	evaluated := modtree.WalkWith(dir, modtree.TofuFiles, map[string]string{"m": "./mods/a"})
+	_, remote = keyOf(evaluated, dir, map[string]string{"flavor": "a"})
+	require.False(t, remote)
 }
 
 // Provider requirements declared in versions.tofu are found under

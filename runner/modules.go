@@ -133,7 +133,9 @@ func (x *unitRun) hasDynamicCalls() bool {
 // built from variables depend on, so that the module store is keyed by
 // the evaluated source: for a call in the root module, the digest of the
 // variables and locals its expressions reach, with the values this unit
-// gives them (earlyInputs.digest); for a call in a child module, whose
+// gives them (earlyInputs.digest), and, for a source not evaluated, the
+// component (a relative value names a directory of its own); for a call
+// in a child module, whose
 // variables come from its caller's arguments, the instance itself (its
 // modules are never shared with another instance). Without early
 // evaluation (early is nil) the engine reads the text as it is.
@@ -145,7 +147,14 @@ func (x *unitRun) dynamicCall(early *earlyInputs) func(modtree.Call) string {
 		if c.Parent != x.tree.Root {
 			return "instance " + x.w.ID
 		}
-		return "early " + early.digest(early.moduleRefs(c.Name))
+		k := "early " + early.digest(early.moduleRefs(c.Name))
+		if modtree.DynamicExpr(c.Source) {
+			// Not evaluated (see moduleSources): the engine may resolve
+			// it to a directory relative to the component, so it is
+			// shared only between instances of this component.
+			k += " component " + x.u.Workdir.Source
+		}
+		return k
 	}
 }
 
