@@ -298,11 +298,16 @@ func readRootConfigAt(dir string, rule modtree.Files, early bool, a Args, env ma
 // is not initialized for what it was asked to do.
 var needsInitRe = regexp.MustCompile(`(?i)(terraform|tofu) init|initialization required|Required plugins are not installed|Module not installed|Inconsistent dependency lock file|Backend configuration changed`)
 
-func needsInit(err error) bool { return needsInitRe.MatchString(err.Error()) }
+func needsInit(err error) bool { return needsInitRe.MatchString(unwrapped(err)) }
+
+// unwrapped is err's text with the engine's line wrapping undone: an
+// engine wraps a diagnostic to the terminal width, so a phrase the runner
+// matches may break anywhere between its words.
+func unwrapped(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 var backendChangedRe = regexp.MustCompile(`(?i)Backend configuration changed|Backend initialization required`)
 
-func backendChanged(err error) bool { return backendChangedRe.MatchString(err.Error()) }
+func backendChanged(err error) bool { return backendChangedRe.MatchString(unwrapped(err)) }
 
 // backendFingerprint hashes the root module's backend (or cloud) blocks,
 // in HCL files (.tf, .tofu) and JSON files (.tf.json, .tofu.json), with

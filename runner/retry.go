@@ -94,21 +94,26 @@ func (p RetryPolicy) check() error {
 	return nil
 }
 
-// transient reports whether err matches the policy's patterns.
+// transient reports whether err matches the policy's patterns, as the
+// engine printed it or with its diagnostics' line wrapping undone: the
+// engines wrap a diagnostic's text to the terminal width, so where a
+// phrase breaks depends on what comes before it (OpenTofu 1.12 printed
+// "giving up after 2\nattempt(s)" after a loopback URL).
 func (p RetryPolicy) transient(err error) bool {
 	if err == nil {
 		return false
 	}
-	msg := err.Error()
+	msg, flat := err.Error(), unwrapped(err)
+	match := func(re *regexp.Regexp) bool { return re.MatchString(msg) || re.MatchString(flat) }
 	if !p.NoDefaults {
 		for _, re := range DefaultTransientErrors {
-			if re.MatchString(msg) {
+			if match(re) {
 				return true
 			}
 		}
 	}
 	for _, re := range p.Patterns {
-		if re.MatchString(msg) {
+		if match(re) {
 			return true
 		}
 	}
