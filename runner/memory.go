@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,21 +36,82 @@ type memoryOptions struct {
 }
 
 // memoryFile is the record of the peak memory each component used, per
-// engine, beside the workdirs (in the workdir root, 0600), so the next
-// Run admits units by what they used before.
+// engine and command class (memClassOf), beside the workdirs (in the
+// workdir root, 0600), so the next Run admits units by what they used
+// before.
 const memoryFile = ".memory.json"
 
-// memoryRecord is memoryFile's content.
+// memoryRecord is memoryFile's content. Version 2 records a class with
+// each peak; a version 1 record (written before classes existed) is
+// read as peaks of an unknown class (Class ""), which are kept as they
+// are: nothing measures that class, so nothing lowers them, and they
+// count only where a class of the component has no peak of its own
+// (see memGate.expected).
 type memoryRecord struct {
 	Version int          `json:"version"`
 	Peaks   []memoryPeak `json:"peaks"`
 }
 
+// memoryVersion is the version save writes; load reads it and 1.
+const memoryVersion = 2
+
 type memoryPeak struct {
-	Engine  string    `json:"engine"` // terraform or tofu
-	Source  string    `json:"source"` // the component's source dir
+	Engine string `json:"engine"` // terraform or tofu
+	Source string `json:"source"` // the component's source dir
+	// Class is the command class (memClassOf) the peak was measured in;
+	// "" in a version 1 record: unknown.
+	Class   string    `json:"class,omitempty"`
 	Bytes   int64     `json:"bytes"`
 	Updated time.Time `json:"updated"`
+}
+
+// The command classes the record keeps apart: commands that use
+// memory alike. A read starts no provider or only loads schemas
+// (Init, Validate, Output, and the commands that run no plan:
+// ForceUnlock, PushErroredState, ExportPlan, ImportPlan); a plan
+// configures providers and reads every resource (Plan, SavePlan and
+// the destroy-plan forms); an apply also changes them (Apply, ApplyPlan,
+// Destroy). A custom step is a class of its own, by name
+// (memClassStepPrefix + name): the runner cannot know what it runs.
+const (
+	memClassRead       = "read"
+	memClassPlan       = "plan"
+	memClassApply      = "apply"
+	memClassStepPrefix = "step:"
+)
+
+// memClassOf is the memory class of cmd.
+func memClassOf(cmd Command) string {
+	switch cmd.kind {
+	case kindPlan, kindSavePlan:
+		return memClassPlan
+	case kindApply, kindApplyPlan, kindDestroy:
+		return memClassApply
+	case kindStep:
+		return memClassStepPrefix + cmd.name
+	}
+	return memClassRead
+}
+
+// nextMark is the peak a class keeps after a Run that measured it: a
+// decaying high-water mark, lowered only by measurement and gradually.
+// old is the recorded peak, peak the highest peak a unit of the class
+// reached in the Run (failed attempts included), okPeak the highest of
+// the units that succeeded (0: none did). A peak at or above old
+// replaces it at once. Below it, only a Run whose units succeeded
+// lowers it, by a quarter of the way down to okPeak (never below
+// peak): a unit killed or failed early measured less than it needs, so
+// it never lowers the mark, and one light Run forgets at most a quarter
+// of what a heavy one taught (the gap to a steady lighter peak is under
+// half after three such Runs, a tenth after eight).
+func nextMark(old, peak, okPeak int64) int64 {
+	if peak >= old {
+		return peak
+	}
+	if okPeak <= 0 {
+		return old
+	}
+	return max(peak, old-(old-okPeak)/4)
 }
 
 // memGate is one Run's memory budget: it admits units (the queue's
@@ -61,12 +123,17 @@ type memoryPeak struct {
 // expected peak fits in the budget. A running unit counts as the larger
 // of its expected peak and the peak sampled so far (its peak may come
 // later in its run, and a unit that outgrows its estimate counts as it
-// is). The expected peak of a unit is its component's (per engine) peak:
-// measured in this Run, else recorded by an earlier one. A component
-// never measured runs one unit first, counted at what it uses as it
-// runs, counted as unmeasuredPeak; when the budget is tight (it cannot
-// hold the parallelism's worth of such units) its other units wait for
-// that unit's peak.
+// is). The expected peak of a unit is its component's peak (per engine)
+// in the Run's command class (memClassOf): the recorded high-water mark
+// (nextMark), raised by what this Run measured; a class with no peak of
+// its own takes the component's heaviest known (an older record's peak
+// of unknown class included), so a first Apply after Output Runs is
+// admitted at the plan's or an old apply's size, not output's. The
+// unit's ExpectedMemory raises it, never lowers it. A component never
+// measured (and not hinted) runs one unit first, counted at what it
+// uses as it runs, counted as unmeasuredPeak; when the budget is tight
+// (it cannot hold the parallelism's worth of such units) its other
+// units wait for that unit's peak.
 type memGate struct {
 	rs     *runState
 	budget int64 // 0: off (units are measured, never held back)
@@ -75,9 +142,14 @@ type memGate struct {
 	// process is (its cgroup found once).
 	oomKills func() (int64, bool)
 
-	mu      sync.Mutex
-	learned map[string]int64 // key -> expected peak
-	seen    map[string]int64 // key -> the peak measured in this Run
+	class string // the Run's command class (memClassOf)
+
+	mu sync.Mutex
+	// learned holds, by component key (memKey), each class's peak: the
+	// record's, raised by this Run's measurements (lowered only by save).
+	learned map[string]map[string]int64
+	seen    map[string]int64 // key -> the highest peak measured in this Run (this Run's class)
+	seenOK  map[string]int64 // key -> the same, of the units that succeeded
 	probing map[string]bool  // keys with a never-measured unit running
 	running map[int]*memUnit
 	waiting map[int]time.Time // units held back, since when
@@ -96,7 +168,8 @@ type memUnit struct {
 }
 
 func (rs *runState) newMemGate() *memGate {
-	m := &memGate{rs: rs, learned: map[string]int64{}, seen: map[string]int64{}, probing: map[string]bool{},
+	m := &memGate{rs: rs, class: memClassOf(rs.cmd), learned: map[string]map[string]int64{}, seen: map[string]int64{},
+		seenOK: map[string]int64{}, probing: map[string]bool{},
 		running: map[int]*memUnit{}, waiting: map[int]time.Time{}, waited: map[int]time.Duration{}, changed: make(chan struct{}),
 		oomKills: memory.OOMCounter()}
 	log := rs.cfg.logger
@@ -121,7 +194,7 @@ func (rs *runState) newMemGate() *memGate {
 		m.path = filepath.Join(root, memoryFile)
 		for _, p := range m.load() {
 			if p.Engine == string(rs.eng.Kind) {
-				m.learned[memKey(p.Engine, p.Source)] = p.Bytes
+				m.learn(memKey(p.Engine, p.Source), p.Class, p.Bytes)
 			}
 		}
 	}
@@ -135,6 +208,39 @@ const unmeasuredPeak int64 = 512 << 20
 
 func memKey(engine, source string) string { return engine + "\x00" + source }
 
+// learn raises what key's class is known to need to at least b; m.mu
+// is held (or m not yet shared).
+func (m *memGate) learn(key, class string, b int64) {
+	c := m.learned[key]
+	if c == nil {
+		c = map[string]int64{}
+		m.learned[key] = c
+	}
+	c[class] = max(c[class], b)
+}
+
+// expected is what unit i (of component key) is expected to use in this
+// Run's class, and whether anything is known of it (see memGate); m.mu
+// is held.
+func (m *memGate) expected(i int, key string) (int64, bool) {
+	c := m.learned[key]
+	v, known := c[m.class]
+	if !known {
+		// No peak of this class: the heaviest the component is known
+		// to reach, whatever the class.
+		for _, b := range c {
+			v, known = max(v, b), true
+		}
+	}
+	if h := m.rs.units[i].ExpectedMemory; h > 0 {
+		v, known = max(v, h), true
+	}
+	if !known {
+		v = unmeasuredPeak
+	}
+	return v, known
+}
+
 func (m *memGate) key(i int) string {
 	src := m.rs.units[i].Workdir.Source
 	if abs, err := filepath.Abs(src); err == nil {
@@ -147,10 +253,7 @@ func (m *memGate) key(i int) string {
 func (m *memGate) admit(i, running int) bool {
 	m.mu.Lock()
 	key := m.key(i)
-	expect, known := m.learned[key]
-	if !known {
-		expect = unmeasuredPeak
-	}
+	expect, known := m.expected(i, key)
 	// When the budget cannot hold the parallelism's worth of unmeasured
 	// units, one unit of a component never measured runs first and the
 	// others wait for its peak.
@@ -246,9 +349,11 @@ func (m *memGate) track(i, pid int) {
 	}
 }
 
-// end stops watching unit i, learns its peak and releases its memory. It
-// returns the peak and how many units ran with it.
-func (m *memGate) end(i int) (peak int64, others int) {
+// end stops watching unit i, learns its peak (ok: the attempt
+// succeeded, so its peak may lower the record; see nextMark) and
+// releases its memory. It returns the peak and how many units ran with
+// it.
+func (m *memGate) end(i int, ok bool) (peak int64, others int) {
 	m.mu.Lock()
 	u := m.running[i]
 	m.mu.Unlock()
@@ -266,7 +371,12 @@ func (m *memGate) end(i int) (peak int64, others int) {
 		}
 		if peak > 0 {
 			m.seen[u.key] = max(m.seen[u.key], peak)
-			m.learned[u.key] = m.seen[u.key]
+			if ok {
+				m.seenOK[u.key] = max(m.seenOK[u.key], peak)
+			}
+			// Within the Run a measurement only raises: the record
+			// is lowered once, by save.
+			m.learn(u.key, m.class, peak)
 		}
 	}
 	close(m.changed)
@@ -290,10 +400,7 @@ func (m *memGate) readmit(ctx context.Context, i, others int) bool {
 	for {
 		m.mu.Lock()
 		key := m.key(i)
-		expect, known := m.learned[key]
-		if !known {
-			expect = unmeasuredPeak
-		}
+		expect, _ := m.expected(i, key)
 		n := len(m.running)
 		ok := n == 0 || (n < others && (m.budget == 0 || m.used()+expect <= m.budget))
 		ch := m.changed
@@ -338,7 +445,7 @@ func (m *memGate) run(ctx context.Context, i int, fn func(context.Context, int) 
 		m.begin(i)
 		kills, countable := m.oomKills()
 		err := fn(ctx, i)
-		p, others := m.end(i)
+		p, others := m.end(i, err == nil)
 		use.peak = max(use.peak, p)
 		if err == nil || !countable || !m.oomKilled(err, kills) {
 			use.outOfMemory, use.wait = false, m.waitedFor(i)
@@ -410,13 +517,14 @@ func (m *memGate) oomKilled(err error, before int64) bool {
 	return pluginDiedRe.MatchString(te.Stderr)
 }
 
-// save records the peaks measured in this Run, over what the record held.
+// save records the peaks measured in this Run in its class, over what
+// the record held: each (engine, component, class) peak becomes
+// nextMark of the recorded one and this Run's; other classes, engines
+// and components, and an older record's peaks of unknown class, are
+// kept as they are.
 func (m *memGate) save() {
 	m.mu.Lock()
-	seen := make(map[string]int64, len(m.seen))
-	for k, v := range m.seen {
-		seen[k] = v
-	}
+	seen, seenOK := maps.Clone(m.seen), maps.Clone(m.seenOK)
 	m.mu.Unlock()
 	if m.path == "" || len(seen) == 0 {
 		return
@@ -425,22 +533,19 @@ func (m *memGate) save() {
 	peaks := m.load() // another process may have written since this Run began
 	for i := range peaks {
 		k := memKey(peaks[i].Engine, peaks[i].Source)
-		if v, ok := seen[k]; ok {
-			peaks[i].Bytes, peaks[i].Updated = v, now
+		if v, ok := seen[k]; ok && peaks[i].Class == m.class {
+			peaks[i].Bytes, peaks[i].Updated = nextMark(peaks[i].Bytes, v, seenOK[k]), now
 			delete(seen, k)
 		}
 	}
 	eng := string(m.rs.eng.Kind)
 	for k, v := range seen {
-		peaks = append(peaks, memoryPeak{Engine: eng, Source: k[len(eng)+1:], Bytes: v, Updated: now})
+		peaks = append(peaks, memoryPeak{Engine: eng, Source: k[len(eng)+1:], Class: m.class, Bytes: v, Updated: now})
 	}
 	slices.SortFunc(peaks, func(a, b memoryPeak) int {
-		if c := cmp.Compare(a.Engine, b.Engine); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Source, b.Source)
+		return cmp.Or(cmp.Compare(a.Engine, b.Engine), cmp.Compare(a.Source, b.Source), cmp.Compare(a.Class, b.Class))
 	})
-	b, err := json.MarshalIndent(memoryRecord{Version: 1, Peaks: peaks}, "", "  ")
+	b, err := json.MarshalIndent(memoryRecord{Version: memoryVersion, Peaks: peaks}, "", "  ")
 	if err == nil {
 		err = atomicfile.WriteFile(m.path, append(b, '\n'), 0o600, atomicfile.NoSync())
 	}
@@ -474,9 +579,14 @@ func (m *memGate) load() []memoryPeak {
 		return nil
 	}
 	var rec memoryRecord
-	if err := json.Unmarshal(b, &rec); err != nil || rec.Version != 1 {
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Version < 1 || rec.Version > memoryVersion {
 		log.Warn("ignoring the units' peak memory: not a record of this version", "file", m.path)
 		return nil
+	}
+	if rec.Version == 1 {
+		for i := range rec.Peaks {
+			rec.Peaks[i].Class = "" // unknown: see memoryRecord
+		}
 	}
 	return slices.DeleteFunc(rec.Peaks, func(p memoryPeak) bool { return p.Bytes <= 0 || p.Source == "" })
 }

@@ -223,6 +223,12 @@ func newMemCgroup(t *testing.T, limit int64) *memCgroup {
 // runIn runs a memory child host inside the cgroup and returns its report.
 func (cg *memCgroup) runIn(t *testing.T, cfg memoryChild) *Report {
 	t.Helper()
+	return cg.runChild(t, cfg).Report
+}
+
+// runChild is runIn, with what the child found through errors.Is.
+func (cg *memCgroup) runChild(t *testing.T, cfg memoryChild) memoryChildReport {
+	t.Helper()
 	b, err := json.Marshal(cfg)
 	require.NoError(t, err)
 	var stderr syncBuffer
@@ -244,9 +250,10 @@ func (cg *memCgroup) runIn(t *testing.T, cfg memoryChild) *Report {
 	}
 	require.NoError(t, p.Wait(), "child host: stdout:\n%s\nstderr:\n%s", p.Output(), stderr.String())
 	lines := strings.Split(strings.TrimSpace(p.Output()), "\n")
-	var rep Report
+	var rep memoryChildReport
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &rep), "child host: stdout:\n%s", p.Output())
-	return &rep
+	require.NotNil(t, rep.Report, "child host: stdout:\n%s", p.Output())
+	return rep
 }
 
 // The failure mode is real, and the budget prevents it: in a cgroup too
@@ -334,4 +341,51 @@ func TestMemoryUnitOverTheBudgetRunsAlone(t *testing.T) {
 	require.Contains(t, logs.String(), "unit expects more memory than the whole budget; it runs alone")
 	t.Logf("unit peak %d MiB, together at most %d MiB", peak>>20, together>>20)
 	require.Less(t, together, peak*3/2, "one unit at a time")
+}
+
+// What a heavy run taught is not forgotten by a lighter command (DESIGN
+// invariant 18): an Output Run of a component, whose terraform starts no
+// provider, does not replace its apply peak, so the next Apply of units
+// that together exceed the budget is still held to it.
+func TestMemoryRecordKeepsHeavyRunsAfterOutput(t *testing.T) {
+	w := newWorld(t)
+	units := memoryUnits(t, w, memUnits, memAllocMiB)
+
+	// Apply once: the record learns the apply peak.
+	rep, err := w.runner(t, WithParallelism(memUnits), WithMemoryBudget(memBudget)).Run(testCtx(t), Apply, units...)
+	require.NoError(t, err)
+	var applyPeak int64
+	for _, res := range rep.Results {
+		require.Equal(t, Succeeded, res.Status, "%s: %v", res.Unit, res.Err)
+		applyPeak = max(applyPeak, res.MemoryPeak)
+	}
+	require.GreaterOrEqual(t, applyPeak, int64(memAllocMiB<<20))
+
+	// A light Run of the same component: output starts no provider.
+	rep, err = w.runner(t, WithParallelism(memUnits), WithMemoryBudget(memBudget)).Run(testCtx(t), Output, units...)
+	require.NoError(t, err)
+	var outputPeak int64
+	for _, res := range rep.Results {
+		require.Equal(t, Succeeded, res.Status, "%s: %v", res.Unit, res.Err)
+		outputPeak = max(outputPeak, res.MemoryPeak)
+	}
+	require.Less(t, outputPeak, int64(memAllocMiB<<20), "output is light")
+
+	// Apply again, a new Runner: the units together, at about the apply
+	// peak each, exceed the budget, so they must wait.
+	require.Greater(t, int64(len(units))*applyPeak, int64(memBudget))
+	ev := &memEvents{}
+	r := w.runner(t, WithParallelism(memUnits), WithMemoryBudget(memBudget), WithEvents(ev.add))
+	s := sampleTree()
+	rep, err = r.Run(testCtx(t), Apply, units...)
+	together := s.Stop()
+	require.NoError(t, err)
+	for _, res := range rep.Results {
+		require.Equal(t, Succeeded, res.Status, "%s: %v", res.Unit, res.Err)
+	}
+	t.Logf("apply peak %d MiB, output peak %d MiB; second apply: all units together at most %d MiB (budget %d MiB), %d memory waits",
+		applyPeak>>20, outputPeak>>20, together>>20, memBudget>>20, len(ev.waits))
+	require.LessOrEqual(t, together, int64(memBudget), "the units' processes together stayed within the budget")
+	require.NotEmpty(t, ev.waits, "units waited for memory")
+	require.GreaterOrEqual(t, ev.waits[0].Memory, applyPeak, "the apply is expected at what the last apply measured, not at output's peak")
 }
