@@ -165,6 +165,9 @@ type memUnit struct {
 	expect int64
 	probe  bool          // admitted before its component was measured
 	watch  *memory.Watch // nil until the unit's goroutine starts it
+	// ours are the PIDs the runner itself killed (leftovers, reapUnit):
+	// a SIGKILL of the runner's is no victim of the kernel's.
+	ours map[int]bool
 }
 
 func (rs *runState) newMemGate() *memGate {
@@ -349,17 +352,33 @@ func (m *memGate) track(i, pid int) {
 	}
 }
 
+// reaped records that the runner killed process pid of unit i itself.
+func (m *memGate) reaped(i, pid int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if u := m.running[i]; u != nil {
+		if u.ours == nil {
+			u.ours = map[int]bool{}
+		}
+		u.ours[pid] = true
+	}
+}
+
 // end stops watching unit i, learns its peak (ok: the attempt
 // succeeded, so its peak may lower the record; see nextMark) and
-// releases its memory. It returns the peak and how many units ran with
-// it.
-func (m *memGate) end(i int, ok bool) (peak int64, others int) {
+// releases its memory. It returns the peak, how many units ran with it,
+// and the processes of its trees a SIGKILL not the runner's ended
+// (memory.Watch.Killed).
+func (m *memGate) end(i int, ok bool) (peak int64, others int, killed []memory.Proc) {
 	m.mu.Lock()
 	u := m.running[i]
 	m.mu.Unlock()
 	if u != nil && u.watch != nil {
 		u.watch.Stop()
 		peak = u.watch.Peak()
+		m.mu.Lock()
+		killed = slices.DeleteFunc(u.watch.Killed(), func(p memory.Proc) bool { return u.ours[p.PID] })
+		m.mu.Unlock()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -381,12 +400,14 @@ func (m *memGate) end(i int, ok bool) (peak int64, others int) {
 	}
 	close(m.changed)
 	m.changed = make(chan struct{})
-	return peak, others
+	return peak, others, killed
 }
 
-// readmit waits, for the retry of a unit killed for memory, until fewer
-// than others units run and the unit fits (or nothing runs), then admits
-// it. It waits only while other units run; false when ctx ended first.
+// readmit waits, for the retry of a unit killed for memory while others
+// other units ran, until fewer than others run and the unit fits (or
+// nothing runs), then admits it: with it, fewer units run than when it
+// was killed. It waits only while other units run; false when ctx ended
+// first.
 func (m *memGate) readmit(ctx context.Context, i, others int) bool {
 	start := time.Now()
 	m.mu.Lock()
@@ -445,9 +466,9 @@ func (m *memGate) run(ctx context.Context, i int, fn func(context.Context, int) 
 		m.begin(i)
 		kills, countable := m.oomKills()
 		err := fn(ctx, i)
-		p, others := m.end(i, err == nil)
+		p, others, victims := m.end(i, err == nil)
 		use.peak = max(use.peak, p)
-		if err == nil || !countable || !m.oomKilled(err, kills) {
+		if err == nil || !countable || ctx.Err() != nil || !m.oomKilled(i, err, kills, victims) {
 			use.outOfMemory, use.wait = false, m.waitedFor(i)
 			return use, err
 		}
@@ -459,7 +480,7 @@ func (m *memGate) run(ctx context.Context, i int, fn func(context.Context, int) 
 		}
 		id := m.rs.g.ID(i)
 		m.rs.em.emit(Event{Unit: id, Phase: PhaseMemoryWait, Status: Running, Retry: 1, Err: err, Memory: use.peak})
-		if !m.readmit(ctx, i, others+1) {
+		if !m.readmit(ctx, i, others) {
 			use.wait = m.waitedFor(i)
 			return use, err
 		}
@@ -487,19 +508,39 @@ func (m *memGate) retryable(err error) bool {
 // gone. A call in flight when the plugin is killed may also end as
 // cancelled ("Request cancelled ... The plugin.(*GRPCProvider).X request
 // was cancelled."), which is seen under memory pressure when the kernel
-// kills a provider mid-call.
-var pluginDiedRe = regexp.MustCompile(`(?i)plugin (did not respond|exited unexpectedly|crashed)|failed to respond to the plugin|rpc error: code = Unavailable|connection is shut down|error reading from server: EOF|plugin\S* request was cancelled`)
+// kills a provider mid-call. A plugin killed while it starts, before
+// go-plugin's handshake, fails the command with go-plugin's start-up
+// errors instead (under "Failed to load plugin schemas" or "failed to
+// instantiate provider"): its stdout closed with no handshake line
+// ("Unrecognized remote plugin message", "Failed to read any lines from
+// plugin's stdout") or it ended before terraform connected.
+var pluginDiedRe = regexp.MustCompile(`(?i)plugin (did not respond|exited unexpectedly|crashed)|failed to respond to the plugin|rpc error: code = Unavailable|connection is shut down|error reading from server: EOF|plugin\S* request was cancelled|unrecognized remote plugin message|failed to read any lines from plugin's stdout|plugin exited before we could connect`)
 
-// oomKilled tells a unit the kernel killed for memory: its terraform
-// failed either killed by SIGKILL or reporting that a plugin died under
-// it, and the kernel's OOM-kill count (of this process's memory cgroup,
-// which the unit's processes share, else of the machine) rose while the
-// unit ran. Both are needed: a SIGKILL alone may be the runner's own (a
-// Stop's kill) or anyone's, and the count alone may be another unit's
-// kill. The count cannot say which process the kernel picked, so when
-// two units die at once and only one was killed for memory, a plugin
-// crash of the other in the same moment is taken for one too.
-func (m *memGate) oomKilled(err error, before int64) bool {
+// oomKilled tells a unit the kernel killed for memory. The kernel's
+// OOM-kill count (of this process's memory cgroup, which the unit's
+// processes share, else of the machine) must have risen while the unit
+// ran, and its terraform failed; then the kill is the unit's when the
+// victim was in its process trees:
+//
+//   - a process of its trees (a provider, a provisioner, terraform
+//     itself) ended by a SIGKILL the runner did not send (victims:
+//     memory.Watch.Killed, exact where the kernel tells, Linux 6.15 and
+//     later, for every process a walk of the unit's trees found);
+//   - or its terraform was ended by SIGKILL;
+//   - or, for a victim no walk found (a provider killed as it started,
+//     between two walks) or a kernel that does not tell, terraform said
+//     that a plugin died under it or failed to start (pluginDiedRe).
+//
+// The count alone is not enough: it may be another unit's kill, and a
+// SIGKILL alone may be anyone's. A unit whose context ended was
+// interrupted (a Stop's kill is a SIGKILL too) and is never taken for
+// one (memGate.run). What remains inexact: the count says how many, not
+// when, so a SIGKILL terraform itself sends a plugin that would not
+// stop (go-plugin's, two seconds after asking) in the same unit run as
+// an OOM kill elsewhere is taken for one, as is, where the victim is
+// known only by terraform's message, a plugin of another unit that
+// failed to start in the same moment.
+func (m *memGate) oomKilled(i int, err error, before int64, victims []memory.Proc) bool {
 	var te *tfcmd.Error
 	if !errors.As(err, &te) {
 		return false
@@ -508,13 +549,25 @@ func (m *memGate) oomKilled(err error, before int64) bool {
 	if !ok || after <= before {
 		return false
 	}
+	log := m.rs.cfg.logger
+	if len(victims) > 0 {
+		for _, v := range victims {
+			log.Debug("the kernel killed a process of the unit for memory", "unit", m.rs.g.ID(i), "pid", v.PID, "resident_bytes", v.RSS)
+		}
+		return true
+	}
 	var ee *exec.ExitError
 	if errors.As(te.Err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			log.Debug("the kernel killed the unit's terraform for memory", "unit", m.rs.g.ID(i))
 			return true
 		}
 	}
-	return pluginDiedRe.MatchString(te.Stderr)
+	if pluginDiedRe.MatchString(te.Stderr) {
+		log.Debug("the kernel killed a plugin of the unit for memory, as terraform's error says", "unit", m.rs.g.ID(i))
+		return true
+	}
+	return false
 }
 
 // save records the peaks measured in this Run in its class, over what
