@@ -169,6 +169,7 @@ func (x *unitRun) reapUnit(ctx context.Context, interrupted bool) {
 	}
 	defer closeLeftovers(found)
 	for _, l := range killLeftovers(found) {
+		x.rs.mem.reaped(x.idx, l.pid) // a SIGKILL of ours, not the kernel's
 		x.out.note("killed leftover process " + l.String())
 		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process", "unit", x.id, "pid", l.pid, "exe", l.exe)
 	}

@@ -155,9 +155,15 @@
 //     running units' use plus its expected peak fit, in the queue's
 //     order, waiting only while other units run; each unit's process
 //     trees are sampled while it runs (Result.MemoryPeak) and the peak
-//     of each component is kept for the next Run. A unit the kernel
-//     killed for memory fails with ErrOutOfMemory and, for commands safe
-//     to repeat, runs once more when fewer units run.
+//     of each component is kept for the next Run, per engine and command
+//     class (read, plan, apply, each custom step): a high-water mark a
+//     lighter command never lowers, and a lighter run of the same class
+//     lowers only a quarter of the way per Run; a class with no peak yet
+//     takes the component's heaviest; Unit.ExpectedMemory raises a
+//     unit's expectation. A unit the kernel killed for memory (its
+//     terraform, or a provider killed while it starts or later) fails
+//     with ErrOutOfMemory, with or without a budget, and, for commands
+//     safe to repeat, runs once more when fewer units run.
 //   - Cancelling ctx sends terraform SIGINT (it stops, writes state and
 //     releases its lock) and kills it only after WithInterruptGrace; the
 //     unit is Canceled. A Stop (WithStop) is the ladder a CLI maps Ctrl-C

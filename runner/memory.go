@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,21 +36,82 @@ type memoryOptions struct {
 }
 
 // memoryFile is the record of the peak memory each component used, per
-// engine, beside the workdirs (in the workdir root, 0600), so the next
-// Run admits units by what they used before.
+// engine and command class (memClassOf), beside the workdirs (in the
+// workdir root, 0600), so the next Run admits units by what they used
+// before.
 const memoryFile = ".memory.json"
 
-// memoryRecord is memoryFile's content.
+// memoryRecord is memoryFile's content. Version 2 records a class with
+// each peak; a version 1 record (written before classes existed) is
+// read as peaks of an unknown class (Class ""), which are kept as they
+// are: nothing measures that class, so nothing lowers them, and they
+// count only where a class of the component has no peak of its own
+// (see memGate.expected).
 type memoryRecord struct {
 	Version int          `json:"version"`
 	Peaks   []memoryPeak `json:"peaks"`
 }
 
+// memoryVersion is the version save writes; load reads it and 1.
+const memoryVersion = 2
+
 type memoryPeak struct {
-	Engine  string    `json:"engine"` // terraform or tofu
-	Source  string    `json:"source"` // the component's source dir
+	Engine string `json:"engine"` // terraform or tofu
+	Source string `json:"source"` // the component's source dir
+	// Class is the command class (memClassOf) the peak was measured in;
+	// "" in a version 1 record: unknown.
+	Class   string    `json:"class,omitempty"`
 	Bytes   int64     `json:"bytes"`
 	Updated time.Time `json:"updated"`
+}
+
+// The command classes the record keeps apart: commands that use
+// memory alike. A read starts no provider or only loads schemas
+// (Init, Validate, Output, and the commands that run no plan:
+// ForceUnlock, PushErroredState, ExportPlan, ImportPlan); a plan
+// configures providers and reads every resource (Plan, SavePlan and
+// the destroy-plan forms); an apply also changes them (Apply, ApplyPlan,
+// Destroy). A custom step is a class of its own, by name
+// (memClassStepPrefix + name): the runner cannot know what it runs.
+const (
+	memClassRead       = "read"
+	memClassPlan       = "plan"
+	memClassApply      = "apply"
+	memClassStepPrefix = "step:"
+)
+
+// memClassOf is the memory class of cmd.
+func memClassOf(cmd Command) string {
+	switch cmd.kind {
+	case kindPlan, kindSavePlan:
+		return memClassPlan
+	case kindApply, kindApplyPlan, kindDestroy:
+		return memClassApply
+	case kindStep:
+		return memClassStepPrefix + cmd.name
+	}
+	return memClassRead
+}
+
+// nextMark is the peak a class keeps after a Run that measured it: a
+// decaying high-water mark, lowered only by measurement and gradually.
+// old is the recorded peak, peak the highest peak a unit of the class
+// reached in the Run (failed attempts included), okPeak the highest of
+// the units that succeeded (0: none did). A peak at or above old
+// replaces it at once. Below it, only a Run whose units succeeded
+// lowers it, by a quarter of the way down to okPeak (never below
+// peak): a unit killed or failed early measured less than it needs, so
+// it never lowers the mark, and one light Run forgets at most a quarter
+// of what a heavy one taught (the gap to a steady lighter peak is under
+// half after three such Runs, a tenth after eight).
+func nextMark(old, peak, okPeak int64) int64 {
+	if peak >= old {
+		return peak
+	}
+	if okPeak <= 0 {
+		return old
+	}
+	return max(peak, old-(old-okPeak)/4)
 }
 
 // memGate is one Run's memory budget: it admits units (the queue's
@@ -61,12 +123,17 @@ type memoryPeak struct {
 // expected peak fits in the budget. A running unit counts as the larger
 // of its expected peak and the peak sampled so far (its peak may come
 // later in its run, and a unit that outgrows its estimate counts as it
-// is). The expected peak of a unit is its component's (per engine) peak:
-// measured in this Run, else recorded by an earlier one. A component
-// never measured runs one unit first, counted at what it uses as it
-// runs, counted as unmeasuredPeak; when the budget is tight (it cannot
-// hold the parallelism's worth of such units) its other units wait for
-// that unit's peak.
+// is). The expected peak of a unit is its component's peak (per engine)
+// in the Run's command class (memClassOf): the recorded high-water mark
+// (nextMark), raised by what this Run measured; a class with no peak of
+// its own takes the component's heaviest known (an older record's peak
+// of unknown class included), so a first Apply after Output Runs is
+// admitted at the plan's or an old apply's size, not output's. The
+// unit's ExpectedMemory raises it, never lowers it. A component never
+// measured (and not hinted) runs one unit first, counted at what it
+// uses as it runs, counted as unmeasuredPeak; when the budget is tight
+// (it cannot hold the parallelism's worth of such units) its other
+// units wait for that unit's peak.
 type memGate struct {
 	rs     *runState
 	budget int64 // 0: off (units are measured, never held back)
@@ -75,9 +142,14 @@ type memGate struct {
 	// process is (its cgroup found once).
 	oomKills func() (int64, bool)
 
-	mu      sync.Mutex
-	learned map[string]int64 // key -> expected peak
-	seen    map[string]int64 // key -> the peak measured in this Run
+	class string // the Run's command class (memClassOf)
+
+	mu sync.Mutex
+	// learned holds, by component key (memKey), each class's peak: the
+	// record's, raised by this Run's measurements (lowered only by save).
+	learned map[string]map[string]int64
+	seen    map[string]int64 // key -> the highest peak measured in this Run (this Run's class)
+	seenOK  map[string]int64 // key -> the same, of the units that succeeded
 	probing map[string]bool  // keys with a never-measured unit running
 	running map[int]*memUnit
 	waiting map[int]time.Time // units held back, since when
@@ -93,10 +165,14 @@ type memUnit struct {
 	expect int64
 	probe  bool          // admitted before its component was measured
 	watch  *memory.Watch // nil until the unit's goroutine starts it
+	// ours are the PIDs the runner itself killed (leftovers, reapUnit):
+	// a SIGKILL of the runner's is no victim of the kernel's.
+	ours map[int]bool
 }
 
 func (rs *runState) newMemGate() *memGate {
-	m := &memGate{rs: rs, learned: map[string]int64{}, seen: map[string]int64{}, probing: map[string]bool{},
+	m := &memGate{rs: rs, class: memClassOf(rs.cmd), learned: map[string]map[string]int64{}, seen: map[string]int64{},
+		seenOK: map[string]int64{}, probing: map[string]bool{},
 		running: map[int]*memUnit{}, waiting: map[int]time.Time{}, waited: map[int]time.Duration{}, changed: make(chan struct{}),
 		oomKills: memory.OOMCounter()}
 	log := rs.cfg.logger
@@ -121,7 +197,7 @@ func (rs *runState) newMemGate() *memGate {
 		m.path = filepath.Join(root, memoryFile)
 		for _, p := range m.load() {
 			if p.Engine == string(rs.eng.Kind) {
-				m.learned[memKey(p.Engine, p.Source)] = p.Bytes
+				m.learn(memKey(p.Engine, p.Source), p.Class, p.Bytes)
 			}
 		}
 	}
@@ -135,6 +211,39 @@ const unmeasuredPeak int64 = 512 << 20
 
 func memKey(engine, source string) string { return engine + "\x00" + source }
 
+// learn raises what key's class is known to need to at least b; m.mu
+// is held (or m not yet shared).
+func (m *memGate) learn(key, class string, b int64) {
+	c := m.learned[key]
+	if c == nil {
+		c = map[string]int64{}
+		m.learned[key] = c
+	}
+	c[class] = max(c[class], b)
+}
+
+// expected is what unit i (of component key) is expected to use in this
+// Run's class, and whether anything is known of it (see memGate); m.mu
+// is held.
+func (m *memGate) expected(i int, key string) (int64, bool) {
+	c := m.learned[key]
+	v, known := c[m.class]
+	if !known {
+		// No peak of this class: the heaviest the component is known
+		// to reach, whatever the class.
+		for _, b := range c {
+			v, known = max(v, b), true
+		}
+	}
+	if h := m.rs.units[i].ExpectedMemory; h > 0 {
+		v, known = max(v, h), true
+	}
+	if !known {
+		v = unmeasuredPeak
+	}
+	return v, known
+}
+
 func (m *memGate) key(i int) string {
 	src := m.rs.units[i].Workdir.Source
 	if abs, err := filepath.Abs(src); err == nil {
@@ -147,10 +256,7 @@ func (m *memGate) key(i int) string {
 func (m *memGate) admit(i, running int) bool {
 	m.mu.Lock()
 	key := m.key(i)
-	expect, known := m.learned[key]
-	if !known {
-		expect = unmeasuredPeak
-	}
+	expect, known := m.expected(i, key)
 	// When the budget cannot hold the parallelism's worth of unmeasured
 	// units, one unit of a component never measured runs first and the
 	// others wait for its peak.
@@ -246,15 +352,33 @@ func (m *memGate) track(i, pid int) {
 	}
 }
 
-// end stops watching unit i, learns its peak and releases its memory. It
-// returns the peak and how many units ran with it.
-func (m *memGate) end(i int) (peak int64, others int) {
+// reaped records that the runner killed process pid of unit i itself.
+func (m *memGate) reaped(i, pid int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if u := m.running[i]; u != nil {
+		if u.ours == nil {
+			u.ours = map[int]bool{}
+		}
+		u.ours[pid] = true
+	}
+}
+
+// end stops watching unit i, learns its peak (ok: the attempt
+// succeeded, so its peak may lower the record; see nextMark) and
+// releases its memory. It returns the peak, how many units ran with it,
+// and the processes of its trees a SIGKILL not the runner's ended
+// (memory.Watch.Killed).
+func (m *memGate) end(i int, ok bool) (peak int64, others int, killed []memory.Proc) {
 	m.mu.Lock()
 	u := m.running[i]
 	m.mu.Unlock()
 	if u != nil && u.watch != nil {
 		u.watch.Stop()
 		peak = u.watch.Peak()
+		m.mu.Lock()
+		killed = slices.DeleteFunc(u.watch.Killed(), func(p memory.Proc) bool { return u.ours[p.PID] })
+		m.mu.Unlock()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -266,17 +390,24 @@ func (m *memGate) end(i int) (peak int64, others int) {
 		}
 		if peak > 0 {
 			m.seen[u.key] = max(m.seen[u.key], peak)
-			m.learned[u.key] = m.seen[u.key]
+			if ok {
+				m.seenOK[u.key] = max(m.seenOK[u.key], peak)
+			}
+			// Within the Run a measurement only raises: the record
+			// is lowered once, by save.
+			m.learn(u.key, m.class, peak)
 		}
 	}
 	close(m.changed)
 	m.changed = make(chan struct{})
-	return peak, others
+	return peak, others, killed
 }
 
-// readmit waits, for the retry of a unit killed for memory, until fewer
-// than others units run and the unit fits (or nothing runs), then admits
-// it. It waits only while other units run; false when ctx ended first.
+// readmit waits, for the retry of a unit killed for memory while others
+// other units ran, until fewer than others run and the unit fits (or
+// nothing runs), then admits it: with it, fewer units run than when it
+// was killed. It waits only while other units run; false when ctx ended
+// first.
 func (m *memGate) readmit(ctx context.Context, i, others int) bool {
 	start := time.Now()
 	m.mu.Lock()
@@ -290,10 +421,7 @@ func (m *memGate) readmit(ctx context.Context, i, others int) bool {
 	for {
 		m.mu.Lock()
 		key := m.key(i)
-		expect, known := m.learned[key]
-		if !known {
-			expect = unmeasuredPeak
-		}
+		expect, _ := m.expected(i, key)
 		n := len(m.running)
 		ok := n == 0 || (n < others && (m.budget == 0 || m.used()+expect <= m.budget))
 		ch := m.changed
@@ -338,9 +466,9 @@ func (m *memGate) run(ctx context.Context, i int, fn func(context.Context, int) 
 		m.begin(i)
 		kills, countable := m.oomKills()
 		err := fn(ctx, i)
-		p, others := m.end(i)
+		p, others, victims := m.end(i, err == nil)
 		use.peak = max(use.peak, p)
-		if err == nil || !countable || !m.oomKilled(err, kills) {
+		if err == nil || !countable || ctx.Err() != nil || !m.oomKilled(i, err, kills, victims) {
 			use.outOfMemory, use.wait = false, m.waitedFor(i)
 			return use, err
 		}
@@ -352,7 +480,7 @@ func (m *memGate) run(ctx context.Context, i int, fn func(context.Context, int) 
 		}
 		id := m.rs.g.ID(i)
 		m.rs.em.emit(Event{Unit: id, Phase: PhaseMemoryWait, Status: Running, Retry: 1, Err: err, Memory: use.peak})
-		if !m.readmit(ctx, i, others+1) {
+		if !m.readmit(ctx, i, others) {
 			use.wait = m.waitedFor(i)
 			return use, err
 		}
@@ -380,19 +508,39 @@ func (m *memGate) retryable(err error) bool {
 // gone. A call in flight when the plugin is killed may also end as
 // cancelled ("Request cancelled ... The plugin.(*GRPCProvider).X request
 // was cancelled."), which is seen under memory pressure when the kernel
-// kills a provider mid-call.
-var pluginDiedRe = regexp.MustCompile(`(?i)plugin (did not respond|exited unexpectedly|crashed)|failed to respond to the plugin|rpc error: code = Unavailable|connection is shut down|error reading from server: EOF|plugin\S* request was cancelled`)
+// kills a provider mid-call. A plugin killed while it starts, before
+// go-plugin's handshake, fails the command with go-plugin's start-up
+// errors instead (under "Failed to load plugin schemas" or "failed to
+// instantiate provider"): its stdout closed with no handshake line
+// ("Unrecognized remote plugin message", "Failed to read any lines from
+// plugin's stdout") or it ended before terraform connected.
+var pluginDiedRe = regexp.MustCompile(`(?i)plugin (did not respond|exited unexpectedly|crashed)|failed to respond to the plugin|rpc error: code = Unavailable|connection is shut down|error reading from server: EOF|plugin\S* request was cancelled|unrecognized remote plugin message|failed to read any lines from plugin's stdout|plugin exited before we could connect`)
 
-// oomKilled tells a unit the kernel killed for memory: its terraform
-// failed either killed by SIGKILL or reporting that a plugin died under
-// it, and the kernel's OOM-kill count (of this process's memory cgroup,
-// which the unit's processes share, else of the machine) rose while the
-// unit ran. Both are needed: a SIGKILL alone may be the runner's own (a
-// Stop's kill) or anyone's, and the count alone may be another unit's
-// kill. The count cannot say which process the kernel picked, so when
-// two units die at once and only one was killed for memory, a plugin
-// crash of the other in the same moment is taken for one too.
-func (m *memGate) oomKilled(err error, before int64) bool {
+// oomKilled tells a unit the kernel killed for memory. The kernel's
+// OOM-kill count (of this process's memory cgroup, which the unit's
+// processes share, else of the machine) must have risen while the unit
+// ran, and its terraform failed; then the kill is the unit's when the
+// victim was in its process trees:
+//
+//   - a process of its trees (a provider, a provisioner, terraform
+//     itself) ended by a SIGKILL the runner did not send (victims:
+//     memory.Watch.Killed, exact where the kernel tells, Linux 6.15 and
+//     later, for every process a walk of the unit's trees found);
+//   - or its terraform was ended by SIGKILL;
+//   - or, for a victim no walk found (a provider killed as it started,
+//     between two walks) or a kernel that does not tell, terraform said
+//     that a plugin died under it or failed to start (pluginDiedRe).
+//
+// The count alone is not enough: it may be another unit's kill, and a
+// SIGKILL alone may be anyone's. A unit whose context ended was
+// interrupted (a Stop's kill is a SIGKILL too) and is never taken for
+// one (memGate.run). What remains inexact: the count says how many, not
+// when, so a SIGKILL terraform itself sends a plugin that would not
+// stop (go-plugin's, two seconds after asking) in the same unit run as
+// an OOM kill elsewhere is taken for one, as is, where the victim is
+// known only by terraform's message, a plugin of another unit that
+// failed to start in the same moment.
+func (m *memGate) oomKilled(i int, err error, before int64, victims []memory.Proc) bool {
 	var te *tfcmd.Error
 	if !errors.As(err, &te) {
 		return false
@@ -401,22 +549,35 @@ func (m *memGate) oomKilled(err error, before int64) bool {
 	if !ok || after <= before {
 		return false
 	}
+	log := m.rs.cfg.logger
+	if len(victims) > 0 {
+		for _, v := range victims {
+			log.Debug("the kernel killed a process of the unit for memory", "unit", m.rs.g.ID(i), "pid", v.PID, "resident_bytes", v.RSS)
+		}
+		return true
+	}
 	var ee *exec.ExitError
 	if errors.As(te.Err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			log.Debug("the kernel killed the unit's terraform for memory", "unit", m.rs.g.ID(i))
 			return true
 		}
 	}
-	return pluginDiedRe.MatchString(te.Stderr)
+	if pluginDiedRe.MatchString(te.Stderr) {
+		log.Debug("the kernel killed a plugin of the unit for memory, as terraform's error says", "unit", m.rs.g.ID(i))
+		return true
+	}
+	return false
 }
 
-// save records the peaks measured in this Run, over what the record held.
+// save records the peaks measured in this Run in its class, over what
+// the record held: each (engine, component, class) peak becomes
+// nextMark of the recorded one and this Run's; other classes, engines
+// and components, and an older record's peaks of unknown class, are
+// kept as they are.
 func (m *memGate) save() {
 	m.mu.Lock()
-	seen := make(map[string]int64, len(m.seen))
-	for k, v := range m.seen {
-		seen[k] = v
-	}
+	seen, seenOK := maps.Clone(m.seen), maps.Clone(m.seenOK)
 	m.mu.Unlock()
 	if m.path == "" || len(seen) == 0 {
 		return
@@ -425,22 +586,19 @@ func (m *memGate) save() {
 	peaks := m.load() // another process may have written since this Run began
 	for i := range peaks {
 		k := memKey(peaks[i].Engine, peaks[i].Source)
-		if v, ok := seen[k]; ok {
-			peaks[i].Bytes, peaks[i].Updated = v, now
+		if v, ok := seen[k]; ok && peaks[i].Class == m.class {
+			peaks[i].Bytes, peaks[i].Updated = nextMark(peaks[i].Bytes, v, seenOK[k]), now
 			delete(seen, k)
 		}
 	}
 	eng := string(m.rs.eng.Kind)
 	for k, v := range seen {
-		peaks = append(peaks, memoryPeak{Engine: eng, Source: k[len(eng)+1:], Bytes: v, Updated: now})
+		peaks = append(peaks, memoryPeak{Engine: eng, Source: k[len(eng)+1:], Class: m.class, Bytes: v, Updated: now})
 	}
 	slices.SortFunc(peaks, func(a, b memoryPeak) int {
-		if c := cmp.Compare(a.Engine, b.Engine); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Source, b.Source)
+		return cmp.Or(cmp.Compare(a.Engine, b.Engine), cmp.Compare(a.Source, b.Source), cmp.Compare(a.Class, b.Class))
 	})
-	b, err := json.MarshalIndent(memoryRecord{Version: 1, Peaks: peaks}, "", "  ")
+	b, err := json.MarshalIndent(memoryRecord{Version: memoryVersion, Peaks: peaks}, "", "  ")
 	if err == nil {
 		err = atomicfile.WriteFile(m.path, append(b, '\n'), 0o600, atomicfile.NoSync())
 	}
@@ -474,9 +632,14 @@ func (m *memGate) load() []memoryPeak {
 		return nil
 	}
 	var rec memoryRecord
-	if err := json.Unmarshal(b, &rec); err != nil || rec.Version != 1 {
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Version < 1 || rec.Version > memoryVersion {
 		log.Warn("ignoring the units' peak memory: not a record of this version", "file", m.path)
 		return nil
+	}
+	if rec.Version == 1 {
+		for i := range rec.Peaks {
+			rec.Peaks[i].Class = "" // unknown: see memoryRecord
+		}
 	}
 	return slices.DeleteFunc(rec.Peaks, func(p memoryPeak) bool { return p.Bytes <= 0 || p.Source == "" })
 }

@@ -215,13 +215,30 @@ func newMemCgroup(t *testing.T, limit int64) *memCgroup {
 		}
 	}
 	if err != nil {
-		t.Skipf("cannot limit the memory cgroup %s: %v", dir, err)
+		cgroupUnusable(t, "cannot limit the memory cgroup %s: %v", dir, err)
 	}
 	return cg
 }
 
+// cgroupUnusable skips a test whose memory cgroup was made but cannot be
+// used, saying why, except under CI=true: there a cgroup that can be made
+// must work, or the memory tests would pass by never running.
+func cgroupUnusable(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("under CI=true: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
 // runIn runs a memory child host inside the cgroup and returns its report.
 func (cg *memCgroup) runIn(t *testing.T, cfg memoryChild) *Report {
+	t.Helper()
+	return cg.runChild(t, cfg).Report
+}
+
+// runChild is runIn, with what the child found through errors.Is.
+func (cg *memCgroup) runChild(t *testing.T, cfg memoryChild) memoryChildReport {
 	t.Helper()
 	b, err := json.Marshal(cfg)
 	require.NoError(t, err)
@@ -231,7 +248,7 @@ func (cg *memCgroup) runIn(t *testing.T, cfg memoryChild) *Report {
 	err = os.WriteFile(filepath.Join(cg.dir, "cgroup.procs"), []byte(fmt.Sprint(p.PID())), 0o644)
 	if err != nil {
 		_ = p.Kill()
-		t.Skipf("cannot move a process into the memory cgroup %s: %v", cg.dir, err)
+		cgroupUnusable(t, "cannot move a process into the memory cgroup %s: %v", cg.dir, err)
 	}
 	_, err = p.Stdin.Write([]byte("go\n"))
 	require.NoError(t, err)
@@ -244,9 +261,10 @@ func (cg *memCgroup) runIn(t *testing.T, cfg memoryChild) *Report {
 	}
 	require.NoError(t, p.Wait(), "child host: stdout:\n%s\nstderr:\n%s", p.Output(), stderr.String())
 	lines := strings.Split(strings.TrimSpace(p.Output()), "\n")
-	var rep Report
+	var rep memoryChildReport
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &rep), "child host: stdout:\n%s", p.Output())
-	return &rep
+	require.NotNil(t, rep.Report, "child host: stdout:\n%s", p.Output())
+	return rep
 }
 
 // The failure mode is real, and the budget prevents it: in a cgroup too
@@ -334,4 +352,109 @@ func TestMemoryUnitOverTheBudgetRunsAlone(t *testing.T) {
 	require.Contains(t, logs.String(), "unit expects more memory than the whole budget; it runs alone")
 	t.Logf("unit peak %d MiB, together at most %d MiB", peak>>20, together>>20)
 	require.Less(t, together, peak*3/2, "one unit at a time")
+}
+
+// What a heavy run taught is not forgotten by a lighter command (DESIGN
+// invariant 18): an Output Run of a component, whose terraform starts no
+// provider, does not replace its apply peak, so the next Apply of units
+// that together exceed the budget is still held to it.
+func TestMemoryRecordKeepsHeavyRunsAfterOutput(t *testing.T) {
+	w := newWorld(t)
+	units := memoryUnits(t, w, memUnits, memAllocMiB)
+
+	// Apply once: the record learns the apply peak.
+	rep, err := w.runner(t, WithParallelism(memUnits), WithMemoryBudget(memBudget)).Run(testCtx(t), Apply, units...)
+	require.NoError(t, err)
+	var applyPeak int64
+	for _, res := range rep.Results {
+		require.Equal(t, Succeeded, res.Status, "%s: %v", res.Unit, res.Err)
+		applyPeak = max(applyPeak, res.MemoryPeak)
+	}
+	require.GreaterOrEqual(t, applyPeak, int64(memAllocMiB<<20))
+
+	// A light Run of the same component: output starts no provider.
+	rep, err = w.runner(t, WithParallelism(memUnits), WithMemoryBudget(memBudget)).Run(testCtx(t), Output, units...)
+	require.NoError(t, err)
+	var outputPeak int64
+	for _, res := range rep.Results {
+		require.Equal(t, Succeeded, res.Status, "%s: %v", res.Unit, res.Err)
+		outputPeak = max(outputPeak, res.MemoryPeak)
+	}
+	require.Less(t, outputPeak, int64(memAllocMiB<<20), "output is light")
+
+	// Apply again, a new Runner: the units together, at about the apply
+	// peak each, exceed the budget, so they must wait.
+	require.Greater(t, int64(len(units))*applyPeak, int64(memBudget))
+	ev := &memEvents{}
+	r := w.runner(t, WithParallelism(memUnits), WithMemoryBudget(memBudget), WithEvents(ev.add))
+	s := sampleTree()
+	rep, err = r.Run(testCtx(t), Apply, units...)
+	together := s.Stop()
+	require.NoError(t, err)
+	for _, res := range rep.Results {
+		require.Equal(t, Succeeded, res.Status, "%s: %v", res.Unit, res.Err)
+	}
+	t.Logf("apply peak %d MiB, output peak %d MiB; second apply: all units together at most %d MiB (budget %d MiB), %d memory waits",
+		applyPeak>>20, outputPeak>>20, together>>20, memBudget>>20, len(ev.waits))
+	require.LessOrEqual(t, together, int64(memBudget), "the units' processes together stayed within the budget")
+	require.NotEmpty(t, ev.waits, "units waited for memory")
+	require.GreaterOrEqual(t, ev.waits[0].Memory, applyPeak, "the apply is expected at what the last apply measured, not at output's peak")
+}
+
+// A provider the kernel kills for memory while it starts (before
+// go-plugin's handshake, so terraform says "Failed to load plugin
+// schemas" with go-plugin's start-up failure, not that a plugin died
+// mid-call) is reported as out of memory without a budget, and a plan
+// killed so runs again once the unit that outlived it is done, and
+// succeeds: memory allows one start-up at a time.
+func TestOutOfMemoryWhileAProviderStarts(t *testing.T) {
+	const (
+		limit    = 1536 << 20
+		startMiB = 900 // one start-up fits in the cgroup, two do not
+		units    = 2
+	)
+	cg := newMemCgroup(t, limit)
+	w := newWorld(t)
+	us := memoryUnits(t, w, units, 0)
+	// Init outside the cgroup and without the start-up allocation: the
+	// cache and the workdirs are warm, the Runs below only plan.
+	_, err := w.runner(t, WithParallelism(units)).Run(testCtx(t), Init, us...)
+	require.NoError(t, err)
+	base := memoryChild{TF: w.tf, Root: w.wd.Root(), Cache: w.cache.Dir(), Budget: NoMemoryBudget}
+	for _, u := range us {
+		base.Specs = append(base.Specs, u.Workdir)
+	}
+	// Each Run's start-ups meet afresh: the first two hold their
+	// allocation at once, which the cgroup cannot hold.
+	env := func() map[string]string {
+		return map[string]string{provider.StartAllocEnv: fmt.Sprint(startMiB),
+			provider.StartTogetherEnv: fmt.Sprintf("%s:%d", t.TempDir(), units)}
+	}
+
+	off := base
+	off.NoRetry, off.Env = true, env()
+	rep := cg.runChild(t, off)
+	killed := 0
+	for _, res := range rep.Report.Results {
+		t.Logf("no retry: %s %s peak %d MiB out_of_memory=%v err=%v", res.Unit, res.Status, res.MemoryPeak>>20, res.OutOfMemory, res.Err)
+		if res.Status == Succeeded {
+			continue
+		}
+		killed++
+		require.Contains(t, rep.IsOutOfMemory, res.Unit, "%s: its error wraps ErrOutOfMemory: %v", res.Unit, res.Err)
+		require.True(t, res.OutOfMemory, res.Unit)
+	}
+	require.Positive(t, killed, "the kernel killed a provider while it started")
+
+	on := base
+	on.Env = env()
+	rep = cg.runChild(t, on)
+	retried := 0
+	for _, res := range rep.Report.Results {
+		t.Logf("retry: %s %s retries %d out_of_memory=%v err=%v", res.Unit, res.Status, res.Retries, res.OutOfMemory, res.Err)
+		require.Equal(t, Succeeded, res.Status, "%s: retried when memory allowed, and succeeded: %v", res.Unit, res.Err)
+		retried += res.Retries
+	}
+	require.Positive(t, retried, "the unit killed while its provider started was planned again")
+	require.Empty(t, rep.IsOutOfMemory)
 }

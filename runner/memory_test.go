@@ -82,6 +82,11 @@ func TestPluginDiedMessages(t *testing.T) {
 		"Error: Request cancelled\n\nThe plugin.(*GRPCProvider).PlanResourceChange request was cancelled.",
 		"rpc error: code = Unavailable desc = error reading from server: EOF",
 		"Error: The terraform-provider-tfitest_v1.0.0 plugin crashed!",
+		// go-plugin's, for a plugin killed while it started.
+		"Error: Failed to load plugin schemas\n\nError while loading schemas for plugin components: Failed to obtain provider schema: " +
+			"Could not load the schema for provider example.test/x/y: failed to instantiate provider \"example.test/x/y\" to obtain schema: " +
+			"Unrecognized remote plugin message: \nFailed to read any lines from plugin's stdout",
+		"failed to instantiate provider \"example.test/x/y\" to obtain schema: plugin exited before we could connect",
 	} {
 		require.True(t, pluginDiedRe.MatchString(msg), msg)
 	}
@@ -171,7 +176,113 @@ func runMemoryChild() error {
 	if rep == nil {
 		return fmt.Errorf("no report: %v", err)
 	}
-	b, _ := json.Marshal(rep)
+	// errors.Is does not cross the JSON report: the child tells.
+	out := memoryChildReport{Report: rep}
+	for _, res := range rep.Results {
+		if errors.Is(res.Err, ErrOutOfMemory) {
+			out.IsOutOfMemory = append(out.IsOutOfMemory, res.Unit)
+		}
+	}
+	b, _ := json.Marshal(out)
 	fmt.Printf("\n%s\n", b)
 	return nil
+}
+
+// memoryChildReport is what the memory child host prints last.
+type memoryChildReport struct {
+	Report *Report
+	// IsOutOfMemory are the units whose error wraps ErrOutOfMemory
+	// (errors.Is in the child).
+	IsOutOfMemory []string
+}
+
+// The record's high-water mark: raised at once, lowered only by a Run
+// whose units succeeded, a quarter of the way at a time.
+func TestMemoryMarkDecaysOnlyByMeasurement(t *testing.T) {
+	const mib = 1 << 20
+	require.Equal(t, int64(600*mib), nextMark(400*mib, 600*mib, 600*mib), "a higher peak replaces the mark")
+	require.Equal(t, int64(400*mib), nextMark(400*mib, 100*mib, 0), "failed units never lower it")
+	mark := int64(486 * mib)
+	for range 3 {
+		mark = nextMark(mark, 300*mib, 300*mib)
+	}
+	require.Greater(t, mark, int64(300*mib+(186*mib)*4/10), "three lighter Runs keep more than 40%% of the gap")
+	require.Less(t, mark, int64(300*mib+(186*mib)/2), "and less than half")
+	require.Equal(t, int64(350*mib), nextMark(400*mib, 350*mib, 200*mib), "never below the Run's own peak")
+}
+
+// Admission takes the Run's class, else the heaviest known class (an
+// older record's unknown class included), and a unit's hint raises it.
+func TestMemoryExpectedByClass(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, memoryFile)
+	// A version 1 record (no classes) and an output Run's peak.
+	rec := `{"version":1,"peaks":[{"engine":"terraform","source":"/src/big","bytes":509607936}]}`
+	require.NoError(t, os.WriteFile(path, []byte(rec), 0o600))
+	gate := func(cmd Command, units ...Unit) *memGate {
+		m := &memGate{rs: &runState{cmd: cmd, units: units, cfg: &config{logger: slog.New(slog.DiscardHandler)}, eng: engine.Info{Kind: engine.Terraform}},
+			class: memClassOf(cmd), path: path, learned: map[string]map[string]int64{}, seen: map[string]int64{}, seenOK: map[string]int64{}}
+		for _, p := range m.load() {
+			m.learn(memKey(p.Engine, p.Source), p.Class, p.Bytes)
+		}
+		return m
+	}
+	key := memKey("terraform", "/src/big")
+	u := Unit{}
+	m := gate(Output, u)
+	got, known := m.expected(0, key)
+	require.True(t, known)
+	require.Equal(t, int64(486<<20), got, "an old record's peak of unknown class counts for a class with none")
+	m.seen[key], m.seenOK[key] = 56<<20, 56<<20
+	m.save()
+
+	m = gate(Output, u)
+	got, _ = m.expected(0, key)
+	require.Equal(t, int64(56<<20), got, "output has its own peak now")
+	m = gate(Apply, u)
+	got, _ = m.expected(0, key)
+	require.Equal(t, int64(486<<20), got, "apply has none: the heaviest known, not output's")
+	m.seen[key], m.seenOK[key] = 400<<20, 400<<20
+	m.save()
+	m = gate(Plan, u)
+	got, _ = m.expected(0, key)
+	require.Equal(t, int64(486<<20), got, "plan has none: the heaviest known")
+	m = gate(Apply, u)
+	got, _ = m.expected(0, key)
+	require.Equal(t, int64(400<<20), got, "apply's own")
+
+	hinted := Unit{ExpectedMemory: 900 << 20}
+	m = gate(Apply, hinted)
+	got, _ = m.expected(0, key)
+	require.Equal(t, int64(900<<20), got, "a hint raises")
+	m = gate(Apply, Unit{ExpectedMemory: 10 << 20})
+	got, _ = m.expected(0, key)
+	require.Equal(t, int64(400<<20), got, "a hint never lowers what was measured")
+	got, known = m.expected(0, memKey("terraform", "/src/new"))
+	require.True(t, known, "a hinted unit of a component never measured needs no measuring run")
+	require.Equal(t, int64(10<<20), got)
+	got, known = gate(Apply, u).expected(0, memKey("terraform", "/src/new"))
+	require.False(t, known)
+	require.Equal(t, unmeasuredPeak, got)
+
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var saved memoryRecord
+	require.NoError(t, json.Unmarshal(b, &saved))
+	require.Equal(t, memoryVersion, saved.Version)
+	var classes []string
+	for _, p := range saved.Peaks {
+		classes = append(classes, p.Class)
+	}
+	require.Equal(t, []string{"", memClassApply, memClassRead}, classes, "the old peak is kept beside the classes' own")
+}
+
+func TestExpectedMemoryNegativeIsRefused(t *testing.T) {
+	wd, err := workdir.New(t.TempDir())
+	require.NoError(t, err)
+	r, err := New(WithWorkdirs(wd), WithTerraform("/nonexistent/terraform"))
+	require.NoError(t, err)
+	_, err = r.Run(context.Background(), Plan, Unit{Workdir: workdir.Spec{Stack: "s", Instance: "i", Source: t.TempDir()}, ExpectedMemory: -1})
+	require.ErrorIs(t, err, ErrInvalidUnit)
+	require.ErrorContains(t, err, "ExpectedMemory -1")
 }

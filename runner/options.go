@@ -304,8 +304,11 @@ func WithCoreGate(cores int) Option {
 
 // WithMemoryBudget bounds the memory the units of a Run use together:
 // a unit starts only when the running units' use plus its expected peak
-// fit in bytes (see the README's memory section). A unit expected to use
-// more than the whole budget runs alone, with a warning naming it.
+// fit in bytes (see the README's memory section). A unit's expected peak
+// is what its component measured before in the same command class (the
+// workdir root's record), else its heaviest class, raised by
+// Unit.ExpectedMemory. A unit expected to use more than the whole budget
+// runs alone, with a warning naming it.
 // WithParallelism stays an upper bound. Without this option the budget
 // is read from the machine at each Run: 90 % of the
 // memory limit of the host process's cgroup (v2 memory.max, v1

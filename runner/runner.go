@@ -253,6 +253,9 @@ func (r *Runner) checkUnits(units []Unit, sel []bool) error {
 		if err := checkEnv(id, u.Env); err != nil {
 			return err
 		}
+		if u.ExpectedMemory < 0 {
+			return fmt.Errorf("%w: unit %s: ExpectedMemory %d is negative", ErrInvalidUnit, id, u.ExpectedMemory)
+		}
 	}
 	return nil
 }

@@ -30,6 +30,18 @@ type Unit struct {
 	Env map[string]string
 	// Args are the terraform arguments of this unit.
 	Args Args
+	// ExpectedMemory, when > 0, is the host's estimate of this unit's peak
+	// resident memory in bytes, terraform and its providers together
+	// (a unit whose environment makes it heavier than its component's
+	// other instances: a larger state, a bigger region). The memory
+	// budget (WithMemoryBudget) admits the unit as needing at least this
+	// much: a larger peak measured for its component and command still
+	// counts, since a hint never lowers what was measured; for a
+	// component never measured it replaces the default guess, so the
+	// unit needs no first measuring run. Negative is refused
+	// (ErrInvalidUnit). It steers admission only; the record of measured
+	// peaks keeps measurements alone.
+	ExpectedMemory int64
 	// Generate, if set, is called right before the unit starts, with the
 	// results of the units it depends on, by ID, their outputs included
 	// in every command: after Apply, ApplyPlan and Output in dependency

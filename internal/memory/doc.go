@@ -1,9 +1,10 @@
 // Package memory reads what the runner's memory budget is made of: the
 // memory this process may use (its cgroup's limit, or the machine's
 // available memory), the resident memory of a process tree, and the
-// kernel's count of processes it killed for memory. It reads /proc and
-// the cgroup filesystem only; it never writes, signals or starts
-// anything. Linux only: elsewhere every reading reports that it found
+// kernel's count of processes it killed for memory, and which of a
+// tree's processes a SIGKILL ended. It reads /proc and the cgroup
+// filesystem, and opens pidfds to learn how a process ended; it never
+// writes, signals or starts anything. Linux only: elsewhere every reading reports that it found
 // nothing (ok false, zero sizes).
 //
 // Guarantees:
@@ -53,6 +54,16 @@
 //     WalkSoon asks for a walk at once. NewWatchWalking walks only every
 //     walkEvery-th sample (Add's and WalkSoon's always walk); the others
 //     read the processes the last walk found, one file each.
+//   - A Watch holds a pidfd on each process a walk found (one
+//     pidfd_open per new process, closed once the process is settled), so
+//     that, where the kernel tells a process that is not the parent how
+//     another ended (Linux 6.15 and later, PIDFD_INFO_EXIT), Killed lists
+//     the processes of the trees SIGKILL ended: the OOM killer's victims
+//     among them, whoever reaped them (a provider is terraform's child,
+//     not this process's). A process that started and ended between two
+//     walks is never known; on older kernels no pidfd is opened and
+//     Killed stays empty. This is the only file descriptor a Watch holds
+//     per process.
 //   - OOMCounter reads the count of the kernel's OOM kills in this
 //     process's memory cgroup (v1: memory.oom_control's oom_kill; v2:
 //     memory.events' oom_kill, which counts the cgroup's descendants too),

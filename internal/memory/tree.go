@@ -173,6 +173,11 @@ type Watch struct {
 	onSample func(cores float64, whole, runnable bool)
 	walk     chan struct{} // WalkSoon: a whole sample at once
 	quick    atomic.Bool   // the samples every cpuEvery are on
+	// exits holds a pidfd (-1: none could be opened) on each process a
+	// walk found, until the kernel says how it ended (guarded by
+	// sampling); killed are those SIGKILL ended (guarded by mu).
+	exits  map[root]*exitWatch
+	killed []Proc
 
 	stop chan struct{}
 	done chan struct{}
@@ -181,6 +186,13 @@ type Watch struct {
 type root struct {
 	pid   int
 	start uint64
+}
+
+// exitWatch is a process a walk found: a pidfd on it, and its resident
+// memory when last read.
+type exitWatch struct {
+	fd  int
+	rss int64
 }
 
 // cpuMark is the CPU time of each process of the trees at one moment,
@@ -212,7 +224,7 @@ func NewWatchWalking(interval time.Duration, walkEvery int, cpuEvery time.Durati
 		interval = DefaultInterval
 	}
 	walkEvery = max(walkEvery, 1)
-	w := &Watch{stop: make(chan struct{}), done: make(chan struct{}), walk: make(chan struct{}, 1)}
+	w := &Watch{stop: make(chan struct{}), done: make(chan struct{}), walk: make(chan struct{}, 1), exits: map[root]*exitWatch{}}
 	go func() {
 		defer close(w.done)
 		t := time.NewTicker(interval)
@@ -313,6 +325,7 @@ func (w *Watch) sample(whole bool) {
 	runnable := false
 	if whole {
 		known = nil
+		found := map[root]bool{}
 		for _, r := range roots {
 			if StartTime(r.pid) != r.start {
 				gone[r] = true
@@ -324,11 +337,18 @@ func (w *Watch) sample(whole bool) {
 				runnable = runnable || p.runnable
 				k := root{pid: p.PID, start: p.start}
 				known = append(known, k)
+				found[k] = true
 				if k == r {
 					live = append(live, r)
 				}
+				if e := w.exits[k]; e != nil {
+					e.rss = p.RSS
+				} else if w.exits != nil {
+					w.exits[k] = &exitWatch{fd: openExit(p.PID, p.start), rss: p.RSS}
+				}
 			}
 		}
+		w.settleExits(found)
 	} else {
 		for _, k := range known {
 			if st, ok := readStat(k.pid); ok && st.start == k.start {
@@ -392,6 +412,47 @@ func (w *Watch) sample(whole bool) {
 	}
 }
 
+// settleExits learns how the processes that left the trees since the
+// last walk ended (all of them when found is nil): one that SIGKILL
+// ended is added to Killed. One the kernel cannot tell yet (its parent
+// has not reaped it, or it left the tree alive) is asked again at the
+// next walk, and for the last time by Stop. w.sampling is held.
+func (w *Watch) settleExits(found map[root]bool) {
+	for k, e := range w.exits {
+		if found[k] {
+			continue
+		}
+		if e.fd < 0 {
+			delete(w.exits, k)
+			continue
+		}
+		killed, ended := exitKilled(e.fd)
+		if !ended && found != nil {
+			continue
+		}
+		if killed {
+			w.mu.Lock()
+			w.killed = append(w.killed, Proc{PID: k.pid, RSS: e.rss, start: k.start})
+			w.mu.Unlock()
+		}
+		closeExit(e.fd)
+		delete(w.exits, k)
+	}
+}
+
+// Killed lists the processes of the trees that a SIGKILL ended, each
+// with its resident memory when a walk last read it: the kernel's OOM
+// killer's victims among them. Only a process a walk found is known (one
+// that started and ended between two walks is not), and only where the
+// kernel tells a process that is not the parent how another ended
+// (Linux 6.15 and later: PIDFD_INFO_EXIT); elsewhere it stays empty. It
+// is complete once Stop returned.
+func (w *Watch) Killed() []Proc {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.killed)
+}
+
 // Cores is how many cores the trees used between the last two samples
 // (CPU time over wall time), and false before there were two.
 func (w *Watch) Cores() (float64, bool) {
@@ -414,8 +475,8 @@ func (w *Watch) Peak() int64 {
 	return w.peak
 }
 
-// Stop ends the sampling and waits for its goroutine; the peak stays
-// readable. Stop may be called more than once.
+// Stop ends the sampling and waits for its goroutine; the peak and
+// Killed stay readable. Stop may be called more than once.
 func (w *Watch) Stop() {
 	w.mu.Lock()
 	select {
@@ -425,4 +486,10 @@ func (w *Watch) Stop() {
 	}
 	w.mu.Unlock()
 	<-w.done
+	// The processes still watched: how those that ended did, the last
+	// time; the pidfds are closed.
+	w.sampling.Lock()
+	w.settleExits(nil)
+	w.exits = nil
+	w.sampling.Unlock()
 }

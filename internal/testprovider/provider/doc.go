@@ -15,6 +15,11 @@
 //     it allocates and touches N MiB and holds them until it exits
 //     (TFITEST_ALLOC_HOLD: stays in ConfigureProvider that long), so
 //     memory scheduling is tested on real resident memory.
+//   - TFITEST_START_ALLOC_MIB=N (StartAllocEnv): StartUp, which the
+//     provider's main calls before it serves, allocates and touches N MiB
+//     and releases them before the handshake: heavy only while starting.
+//     TFITEST_START_TOGETHER=DIR:K (StartTogetherEnv) makes K such
+//     start-ups hold their allocation at once, whatever the timing.
 //
 // Everything else in the protocol (functions, ephemeral resources, identity,
 // moves) answers with an empty response or an "unsupported" diagnostic.

@@ -14,6 +14,10 @@ import (
 )
 
 func main() {
+	if err := provider.StartUp(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if err := tf6server.Serve(testprovider.Source, provider.New); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
