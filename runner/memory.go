@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"strings"
 	"syscall"
 	"time"
 
@@ -563,7 +564,8 @@ func (m *memGate) oomKilled(i int, err error, before int64, victims []memory.Pro
 			return true
 		}
 	}
-	if pluginDiedRe.MatchString(te.Stderr) {
+	// As the engine printed it or unwrapped (see unwrapped).
+	if pluginDiedRe.MatchString(te.Stderr) || pluginDiedRe.MatchString(strings.Join(strings.Fields(te.Stderr), " ")) {
 		log.Debug("the kernel killed a plugin of the unit for memory, as terraform's error says", "unit", m.rs.g.ID(i))
 		return true
 	}
