@@ -15,8 +15,8 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"sync"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
