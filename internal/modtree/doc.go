@@ -21,9 +21,23 @@
 //     ReadConfig all take their files by it. terraform-config-inspect
 //     knows only terraform's extensions: the walk lists a NAME.tofu to it
 //     as the NAME.tf it hides, and reports the real names back.
-//   - A module source or version built from variables or locals
-//     (OpenTofu's early evaluation) is a Dynamic call: its text is kept,
-//     it is never local and never followed.
+//   - A module source or version built from variables, locals, path
+//     attributes or functions (early evaluation: OpenTofu 1.8, Terraform
+//     1.15) is a Dynamic call: its text is kept, and it is never local
+//     and never followed, unless WalkWith is given the value of a root
+//     module call's source (the runner evaluates it from the unit's
+//     variables): then that value is followed like a literal source.
+//     Nothing here evaluates an expression: the walk never guesses.
+//
+// terraform-config-inspect still earns its place: it reads every block
+// the SDK needs (module calls, required_providers, backends) from HCL and
+// JSON alike, its partial schemas pass over what it does not know
+// (Terraform 1.15's `const = true`), it hands an expression in a module
+// source back as its text (which DynamicExpr then recognizes), and the
+// walk lists .tofu files to it under the names they hide. What it cannot
+// do, evaluate, is not its job: runner/early.go evaluates what the engine
+// evaluates at init, with the unit's values, and refuses to guess the
+// rest.
 //   - One rule for local sources, terraform's: a source is local exactly
 //     when it starts with "./" or "../" (IsLocal). Every other source is
 //     remote: it is listed with its version constraint and not followed.
