@@ -264,15 +264,11 @@ func affectedSources(u *Unit, dynamic map[string]bool) (map[modtree.Files]map[st
 	out := map[modtree.Files]map[string]string{}
 	unknown := false
 	for _, rule := range rules {
-		cfs, err := modtree.ReadConfig(src, nil, rule)
+		e, err := sourceEarlyInputs(src, u.Workdir.Files, rule, u)
 		if err != nil {
 			return nil, true
 		}
-		files := make([]configFile, len(cfs))
-		for i, cf := range cfs {
-			files[i] = configFile{name: cf.Name, data: cf.Data}
-		}
-		vals, unk := newEarlyInputsFrom(files, src, u.Workdir.Files, u.Args, unitEnv(processEnv(), nil, "", u.Env)).moduleSources()
+		vals, unk := e.moduleSources()
 		out[rule] = vals
 		unknown = unknown || len(unk) > 0
 	}

@@ -482,25 +482,31 @@ func (x *unitRun) moduleSources(spec *workdir.Spec) {
 		x.sources = spec.ModuleSources
 		return
 	}
+	e, err := sourceEarlyInputs(spec.Source, spec.Files, configRule(x.rs.eng.Kind), x.u)
+	if err != nil {
+		return // the workdir refuses the source by name
+	}
+	spec.ModuleSources, x.unknown = e.moduleSources()
+	x.sources = spec.ModuleSources
+}
+
+// sourceEarlyInputs reads what early evaluation reads in the component
+// source dir, before any workdir exists: its configuration files by rule,
+// files (Spec.Files, generated) beside or in place of its own, and the
+// values unit u gives its variables (its Args and Env, the process's
+// TF_VAR_*).
+func sourceEarlyInputs(dir string, files map[string][]byte, rule modtree.Files, u *Unit) (*earlyInputs, error) {
 	overlay := map[string][]byte{}
-	for n, b := range spec.Files {
+	for n, b := range files {
 		if !strings.Contains(n, "/") {
 			overlay[n] = b
 		}
 	}
-	rule := configRule(x.rs.eng.Kind)
-	cfs, err := modtree.ReadConfig(spec.Source, overlay, rule)
+	cfs, err := configFiles(dir, overlay, rule)
 	if err != nil {
-		return // the workdir refuses the source by name
+		return nil, err
 	}
-	files := make([]configFile, len(cfs))
-	for i, cf := range cfs {
-		files[i] = configFile{name: cf.Name, data: cf.Data}
-	}
-	env := unitEnv(processEnv(), nil, "", x.u.Env)
-	e := newEarlyInputsFrom(files, spec.Source, spec.Files, x.u.Args, env)
-	spec.ModuleSources, x.unknown = e.moduleSources()
-	x.sources = spec.ModuleSources
+	return newEarlyInputsFrom(cfs, dir, files, u.Args, unitEnv(processEnv(), nil, "", u.Env)), nil
 }
 
 // hasDynamicSources reports whether the root module at src calls a module

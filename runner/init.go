@@ -280,18 +280,29 @@ func (x *unitRun) readRootConfig() (*rootConfig, error) {
 // readRootConfigAt is readRootConfig for the root module in dir, read by
 // rule, with the unit's arguments and environment when early is set.
 func readRootConfigAt(dir string, rule modtree.Files, early bool, a Args, env map[string]string) (*rootConfig, error) {
-	cfs, err := modtree.ReadConfig(dir, nil, rule)
+	cfs, err := configFiles(dir, nil, rule)
 	if err != nil {
 		return nil, err
 	}
-	root := &rootConfig{}
-	for _, cf := range cfs {
-		root.files = append(root.files, configFile{name: cf.Name, data: cf.Data})
-	}
+	root := &rootConfig{files: cfs}
 	if early {
 		root.early = newEarlyInputs(root.files, dir, a, env)
 	}
 	return root, nil
+}
+
+// configFiles reads the configuration files of the module in dir by
+// rule, overlay's in place of or beside its own (modtree.ReadConfig).
+func configFiles(dir string, overlay map[string][]byte, rule modtree.Files) ([]configFile, error) {
+	cfs, err := modtree.ReadConfig(dir, overlay, rule)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]configFile, len(cfs))
+	for i, cf := range cfs {
+		out[i] = configFile{name: cf.Name, data: cf.Data}
+	}
+	return out, nil
 }
 
 // needsInitRe matches terraform's ways of saying the working directory

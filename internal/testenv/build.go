@@ -198,7 +198,8 @@ func (b Build) build(ctx context.Context, dir string, onBuild func(tmp string)) 
 	}
 	if b.patch != nil {
 		src := filepath.Join(tmp, "src")
-		if err := copyWritable(modDir, src); err != nil {
+		// Writable, as os.CopyFS makes files (the module cache's are not).
+		if err := os.CopyFS(src, os.DirFS(modDir)); err != nil {
 			return fail(fmt.Errorf("copy %s: %w", modDir, err))
 		}
 		if err := b.patch(src); err != nil {
@@ -255,33 +256,6 @@ func sweepIdle(dir string) {
 		sweep(dir)
 		_ = lk.Unlock()
 	}
-}
-
-// copyWritable copies the tree src (the module cache's read-only copy of
-// a module) to dst with owner write permission, regular files and dirs
-// only.
-func copyWritable(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case d.Type().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(target, b, 0o644)
-		}
-		return nil
-	})
 }
 
 // makeWritable gives the owner write permission on every dir under root,
