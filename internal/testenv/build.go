@@ -47,18 +47,36 @@ var (
 	// code the module proxy's zip of Terraform leaves out (they are
 	// nested modules that Terraform's go.mod replaces with local dirs):
 	// local, http, inmem, remote and cloud are in.
-	Terraform116 = Build{
-		Kind: engine.Terraform, Version: "1.16.0",
+	Terraform116 = terraformBuild("1.16.0")
+	// Terraform115 is the release that introduced module sources and
+	// versions from variables: outside the matrix, the early-evaluation
+	// fixtures run under it too.
+	Terraform115 = terraformBuild("1.15.0")
+)
+
+// terraformBuild is Terraform's release build at version, from the
+// proxy's zip with the nested backends dropped (dropNestedBackends).
+func terraformBuild(version string) Build {
+	return Build{
+		Kind: engine.Terraform, Version: version,
 		Lacks:   droppedBackends,
 		module:  "github.com/hashicorp/terraform",
 		pkg:     ".",
 		ldflags: "-s -w -X github.com/hashicorp/terraform/version.dev=no",
 		patch:   dropNestedBackends,
 	}
-)
+}
 
-// Builds returns the builds of the engine matrix, oldest first.
-func Builds() []Build { return []Build{Tofu110, Terraform116, Tofu112} }
+// Builds returns every build the suite uses: the engine matrix's, oldest
+// first, and Terraform115.
+func Builds() []Build { return []Build{Tofu110, Terraform116, Tofu112, Terraform115} }
+
+// Engine returns the build as an Engine named after it, building it first
+// when the cache has none (see Binary for the skip rules).
+func (b Build) Engine(tb testing.TB) Engine {
+	tb.Helper()
+	return Engine{Kind: b.Kind, Path: b.Binary(tb), Name: b.Name(), Lacks: b.Lacks}
+}
 
 // tofuBuild is OpenTofu's release build at version: its module is whole
 // on the module proxy, so it builds in the module cache as it is.
