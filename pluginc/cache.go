@@ -116,6 +116,10 @@ type listing struct {
 	// it, in the sources' order: the first is installed from, the
 	// others are fallen back to when it fails.
 	offers map[string][]offer
+	// failed holds, by index in Cache.sources, the error of each source
+	// that failed to list the provider (not one that does not know it):
+	// a package installed from a later source fell back past it.
+	failed map[int]error
 }
 
 // offer is a version as one source lists it.
@@ -318,7 +322,7 @@ func (c *Cache) listing(ctx context.Context, p Provider) (*listing, error) {
 
 // list asks every source for the versions of p.
 func (c *Cache) list(ctx context.Context, p Provider) (*listing, error) {
-	l := &listing{offers: map[string][]offer{}}
+	l := &listing{offers: map[string][]offer{}, failed: map[int]error{}}
 	var errs []error
 	for i, s := range c.sources {
 		vs, err := s.Versions(withEnv(ctx, c.env), p)
@@ -331,6 +335,7 @@ func (c *Cache) list(ctx context.Context, p Provider) (*listing, error) {
 			}
 			err = fmt.Errorf("list versions of %s from %s: %w", p, s, err)
 			errs = append(errs, err)
+			l.failed[i] = err
 			if len(c.sources) > 1 {
 				// The other sources may still offer the provider: say
 				// which one failed, since the error is dropped if they do.

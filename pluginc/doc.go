@@ -162,7 +162,13 @@
 //     (Warn, naming it and the next) and the next source that lists the
 //     version is tried, into the same temp file started over, the package
 //     verified as for any install. With no other source the error is the
-//     failing source's, naming it (its URL).
+//     failing source's, naming it (its URL). Each package installed past
+//     a failed source is told to its Ensure callers through WithFallback
+//     (a Fallback naming the failed source, how it failed and the source
+//     used; the runner turns it into a warning, an event and a log
+//     record), not only to the cache's logger, which discards by
+//     default. A network mirror is named by its URL without credentials,
+//     query or fragment, and so is every URL in a Fallback's error.
 //   - Served to a fleet, the cache stays what it is. MirrorHandler
 //     serves only entries Ensure has verified, each packed again into
 //     the same bytes every time (regular files in path order, their

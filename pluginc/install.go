@@ -71,12 +71,14 @@ func (c *Cache) ensurePackage(ctx context.Context, id PackageID) (Package, error
 	if !leader || !res.downloaded {
 		c.hits.Add(1)
 	}
+	reportFallbacks(ctx, res.fallbacks) // every caller the install served, waiters too
 	return res.pkg, nil
 }
 
 type installResult struct {
 	pkg        Package
 	downloaded bool
+	fallbacks  []Fallback // sources that failed before the one the package came from
 }
 
 type entryState int
@@ -205,7 +207,7 @@ func (c *Cache) refill(ctx context.Context, id PackageID, e entry) (installResul
 			return installResult{}, fmt.Errorf("%w %s (%s): remove it: %w", ErrDamagedEntry, dir, e.why, err)
 		}
 	}
-	pkg, err := c.download(ctx, id)
+	pkg, fbs, err := c.download(ctx, id)
 	if err != nil {
 		if damaged && ctx.Err() == nil {
 			err = fmt.Errorf("%w %s (%s) was removed, and reinstalling it failed: %w", ErrDamagedEntry, dir, e.why, err)
@@ -215,7 +217,7 @@ func (c *Cache) refill(ctx context.Context, id PackageID, e entry) (installResul
 	if damaged {
 		c.repairs.Add(1)
 	}
-	return installResult{pkg: pkg, downloaded: true}, nil
+	return installResult{pkg: pkg, downloaded: true, fallbacks: fbs}, nil
 }
 
 // confirm verifies an entry against its source: the package is
@@ -252,7 +254,7 @@ func (c *Cache) confirm(ctx context.Context, id PackageID, e entry) (installResu
 		}
 		c.log.Info("cache entry verified against a fresh download from its source", "dir", dir, "source", m.Source)
 		c.remember(id, &m, true)
-		return installResult{pkg: m.pkg(id, dir)}, nil
+		return installResult{pkg: m.pkg(id, dir), fallbacks: got.fallbacks}, nil
 	}
 	if why == "" {
 		why = "its files differ from the package its source gives"
@@ -267,7 +269,7 @@ func (c *Cache) confirm(ctx context.Context, id PackageID, e entry) (installResu
 	}
 	c.repairs.Add(1)
 	c.downloads.Add(1)
-	return installResult{pkg: pkg, downloaded: true}, nil
+	return installResult{pkg: pkg, downloaded: true, fallbacks: got.fallbacks}, nil
 }
 
 // sameFiles says how the files of an entry (now) differ from a verified
@@ -379,10 +381,10 @@ func (c *Cache) sweepKey(key string) {
 }
 
 // download fetches, verifies, unpacks and renames the package into place.
-func (c *Cache) download(ctx context.Context, id PackageID) (Package, error) {
+func (c *Cache) download(ctx context.Context, id PackageID) (Package, []Fallback, error) {
 	got, err := c.fetchVerified(ctx, id)
 	if err != nil {
-		return Package{}, err
+		return Package{}, nil, err
 	}
 	defer got.cleanup()
 	pkg, err := c.place(id, got)
@@ -390,12 +392,12 @@ func (c *Cache) download(ctx context.Context, id PackageID) (Package, error) {
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		return Package{}, installError(id, got.url, err)
+		return Package{}, nil, installError(id, got.url, err)
 	}
 	c.downloads.Add(1)
 	c.bytes.Add(got.bytes)
 	c.log.Info("installed provider", "provider", id.Provider.String(), "version", id.Version, "platform", id.Platform, "dir", pkg.Dir, "bytes", got.bytes)
-	return pkg, nil
+	return pkg, got.fallbacks, nil
 }
 
 // verifiedPackage is a package downloaded, verified and unpacked into a
@@ -405,6 +407,8 @@ type verifiedPackage struct {
 	url      string
 	bytes    int64
 	meta     meta
+	// fallbacks are the sources that failed before the one it came from.
+	fallbacks []Fallback
 }
 
 // cleanup removes the temp files (the dir is gone once placed).
@@ -418,9 +422,11 @@ func (g *verifiedPackage) cleanup() {
 // whose Fetch fails (a mirror that went down mid-download, a package that
 // fails its check) is logged and the next source that lists the version
 // is tried; the error, when every one fails, names each source. The
-// caller holds the package lock and calls cleanup.
+// sources that failed before the one the package came from, in listing
+// it or in fetching it, are recorded as its fallbacks. The caller holds
+// the package lock and calls cleanup.
 func (c *Cache) fetchVerified(ctx context.Context, id PackageID) (*verifiedPackage, error) {
-	offers, err := c.offersFor(ctx, id)
+	l, offers, err := c.offersFor(ctx, id)
 	if err != nil {
 		return nil, installError(id, "", err)
 	}
@@ -438,11 +444,13 @@ func (c *Cache) fetchVerified(ctx context.Context, id PackageID) (*verifiedPacka
 		return fail("", err)
 	}
 	defer zf.Close()
-	src, f, err := c.fetchFrom(ctx, id, offers, zf)
+	used, f, fetchErrs, err := c.fetchFrom(ctx, id, offers, zf)
 	if err != nil {
 		return fail(f.URL, err)
 	}
+	src := c.sources[used]
 	got.url, got.bytes = f.URL, f.Bytes
+	got.fallbacks = c.fallbacks(id, l, fetchErrs, used)
 	if err := unzip(zf, got.dir, unzipOptions{name: f.URL, maxSize: c.maxUnpack, hook: c.testHookUnpacking, writer: c.env.writer}); err != nil {
 		return fail(f.URL, err)
 	}
@@ -487,37 +495,60 @@ func (c *Cache) place(id PackageID, got *verifiedPackage) (Package, error) {
 	return got.meta.pkg(id, final), nil
 }
 
-// offersFor returns the sources that list the package's version, in
-// order, each with the version as it spells it.
-func (c *Cache) offersFor(ctx context.Context, id PackageID) ([]offer, error) {
+// offersFor returns the provider's listing and the sources that list the
+// package's version, in order, each with the version as it spells it.
+func (c *Cache) offersFor(ctx context.Context, id PackageID) (*listing, []offer, error) {
 	l, err := c.listing(ctx, id.Provider)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ofs, ok := l.offers[id.Version]
 	if !ok {
-		return nil, fmt.Errorf("%w: version %s of %s is offered by none of the sources (%s); available versions: %s",
+		return nil, nil, fmt.Errorf("%w: version %s of %s is offered by none of the sources (%s); available versions: %s",
 			ErrLockedVersion, id.Version, id.Provider, c.sourceNames(), listVersions(l.versions))
 	}
-	return ofs, nil
+	return l, ofs, nil
+}
+
+// fallbacks lists, in the sources' order, every source ahead of used
+// (the index of the one the package id came from) that failed: to list the provider
+// (l.failed) or to deliver the package (fetchErrs, by source index). A
+// source ahead that listed the provider without this version, or does
+// not know it, did not fail.
+func (c *Cache) fallbacks(id PackageID, l *listing, fetchErrs map[int]error, used int) []Fallback {
+	var out []Fallback
+	for i, s := range c.sources[:used] {
+		err, listing := l.failed[i]
+		if !listing {
+			if err = fetchErrs[i]; err == nil {
+				continue
+			}
+		}
+		out = append(out, Fallback{Package: id, Source: s.String(), Listing: listing, Err: scrubURLs(err.Error()), Used: c.sources[used].String()})
+	}
+	return out
 }
 
 // fetchFrom fetches the package into zf from the first of offers whose
-// Fetch succeeds and returns that source and what it said. A failure
+// Fetch succeeds and returns that source (its index in c.sources) and
+// what it said. A failure
 // other than the context's is logged (Warn) and the next offer tried,
 // zf started over; the error of the last names every source that failed
-// (a single source's error is returned as it is).
-func (c *Cache) fetchFrom(ctx context.Context, id PackageID, offers []offer, zf *os.File) (Source, Fetched, error) {
+// (a single source's error is returned as it is). On success it also
+// returns the error of each source that failed before, by its index in
+// c.sources.
+func (c *Cache) fetchFrom(ctx context.Context, id PackageID, offers []offer, zf *os.File) (int, Fetched, map[int]error, error) {
 	var errs []error
 	var f Fetched
+	failed := map[int]error{}
 	for i, o := range offers {
 		src := c.sources[o.source]
 		if i > 0 {
 			if err := zf.Truncate(0); err != nil {
-				return nil, f, err
+				return -1, f, nil, err
 			}
 			if _, err := zf.Seek(0, io.SeekStart); err != nil {
-				return nil, f, err
+				return -1, f, nil, err
 			}
 		}
 		c.log.Info("downloading provider", "provider", id.Provider.String(), "version", id.Version, "platform", id.Platform, "source", src.String())
@@ -526,11 +557,12 @@ func (c *Cache) fetchFrom(ctx context.Context, id PackageID, offers []offer, zf 
 		var err error
 		f, err = src.Fetch(withEnv(ctx, c.env), PackageID{Provider: id.Provider, Version: o.spelled, Platform: id.Platform}, zf)
 		if err == nil {
-			return src, f, nil
+			return o.source, f, failed, nil
 		}
 		if ctx.Err() != nil || len(offers) == 1 {
-			return nil, f, err
+			return -1, f, nil, err
 		}
+		failed[o.source] = err
 		errs = append(errs, fmt.Errorf("%s: %w", src, err))
 		if i+1 < len(offers) {
 			c.log.Warn("source failed to deliver the package; trying the next source that offers it",
@@ -538,7 +570,7 @@ func (c *Cache) fetchFrom(ctx context.Context, id PackageID, offers []offer, zf 
 				"source", src.String(), "next", c.sources[offers[i+1].source].String(), "error", err)
 		}
 	}
-	return nil, f, errors.Join(errs...)
+	return -1, f, nil, errors.Join(errs...)
 }
 
 // installError is the InstallError of the package id.

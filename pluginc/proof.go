@@ -127,6 +127,7 @@ func (c *Cache) matchLock(ctx context.Context, pkg Package, locked []string) (Pa
 		if err != nil {
 			return Package{}, err
 		}
+		reportFallbacks(ctx, res.fallbacks)
 		h1 := ""
 		for _, h := range res.pkg.Hashes {
 			if strings.HasPrefix(h, "h1:") {

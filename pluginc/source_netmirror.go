@@ -27,8 +27,9 @@ func NetworkMirror(baseURL string) Source { return netMirror{base: baseURL} }
 
 type netMirror struct{ base string }
 
-// String names the mirror URL.
-func (m netMirror) String() string { return "network mirror " + m.base }
+// String names the mirror URL, without credentials, query or fragment:
+// it goes into errors, logs and Fallback records.
+func (m netMirror) String() string { return "network mirror " + scrubURL(m.base) }
 
 func (m netMirror) url(p Provider, file string) (*url.URL, error) {
 	b, err := url.Parse(m.base)

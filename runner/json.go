@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -31,6 +32,38 @@ type jsonEvent struct {
 	Memory     int64   `json:"memory_bytes,omitempty"`
 	MemoryWait float64 `json:"memory_wait_seconds,omitempty"`
 	CPUWait    float64 `json:"cpu_wait_seconds,omitempty"`
+	// Fallback: see Event.Fallback.
+	Fallback *jsonFallback `json:"fallback,omitempty"`
+}
+
+type jsonFallback struct {
+	Provider string `json:"provider"`
+	Version  string `json:"version"`
+	Platform string `json:"platform"`
+	Source   string `json:"source"`
+	Listing  bool   `json:"listing,omitempty"`
+	Error    string `json:"error"`
+	Used     string `json:"used"`
+}
+
+func toJSONFallback(f *pluginc.Fallback) *jsonFallback {
+	if f == nil {
+		return nil
+	}
+	return &jsonFallback{Provider: f.Package.Provider.String(), Version: f.Package.Version, Platform: f.Package.Platform,
+		Source: f.Source, Listing: f.Listing, Error: f.Err, Used: f.Used}
+}
+
+func fromJSONFallback(j *jsonFallback) (*pluginc.Fallback, error) {
+	if j == nil {
+		return nil, nil
+	}
+	p, err := pluginc.ParseProvider(j.Provider)
+	if err != nil {
+		return nil, err
+	}
+	return &pluginc.Fallback{Package: pluginc.PackageID{Provider: p, Version: j.Version, Platform: j.Platform},
+		Source: j.Source, Listing: j.Listing, Err: j.Error, Used: j.Used}, nil
 }
 
 type jsonWait struct {
@@ -75,13 +108,18 @@ func fromJSONWait(j *jsonWait) *Wait {
 //	 "wait": {"lock": "state", "state": {"id": "...", "who": "user@host", ...},
 //	   "instance": {"pid": 4242, "host": "ci-7", "since": "..."},
 //	   "waited_seconds": 12.5, "next_seconds": 8, "done": false},
-//	 "memory_bytes": 629145600, "memory_wait_seconds": 4.5}
+//	 "memory_bytes": 629145600, "memory_wait_seconds": 4.5,
+//	 "fallback": {"provider": "registry.terraform.io/hashicorp/aws",
+//	   "version": "6.0.0", "platform": "linux_amd64",
+//	   "source": "network mirror https://mirror.internal:8443/",
+//	   "listing": true, "error": "...", "used": "provider registry"}}
 //
-// retry, error, wait_pid, wait, memory_bytes and memory_wait_seconds are
-// left out when empty (and in wait, instance, state and next_seconds).
+// retry, error, wait_pid, wait, memory_bytes, memory_wait_seconds and
+// fallback are left out when empty (and in wait, instance, state and
+// next_seconds; in fallback, listing).
 func (e Event) MarshalJSON() ([]byte, error) {
 	return json.Marshal(jsonEvent{Unit: e.Unit, Phase: e.Phase, Status: e.Status, Time: e.Time, Engine: jsonEngine(e.Engine), Retry: e.Retry, Error: errString(e.Err), WaitPID: e.WaitPID, Wait: toJSONWait(e.Wait),
-		Memory: e.Memory, MemoryWait: e.MemoryWait.Seconds(), CPUWait: e.CPUWait.Seconds()})
+		Memory: e.Memory, MemoryWait: e.MemoryWait.Seconds(), CPUWait: e.CPUWait.Seconds(), Fallback: toJSONFallback(e.Fallback)})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -90,8 +128,12 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
+	fb, err := fromJSONFallback(j.Fallback)
+	if err != nil {
+		return err
+	}
 	*e = Event{Unit: j.Unit, Phase: j.Phase, Status: j.Status, Time: j.Time, Engine: Engine(j.Engine), Retry: j.Retry, Err: stringErr(j.Error), WaitPID: j.WaitPID, Wait: fromJSONWait(j.Wait),
-		Memory: j.Memory, MemoryWait: seconds(j.MemoryWait), CPUWait: seconds(j.CPUWait)}
+		Memory: j.Memory, MemoryWait: seconds(j.MemoryWait), CPUWait: seconds(j.CPUWait), Fallback: fb}
 	return nil
 }
 

@@ -40,7 +40,7 @@ func (x *unitRun) providers(ctx context.Context, manifest string) (setup, error)
 		return setup{}, fmt.Errorf("discover providers: %w", err)
 	}
 	st, leader, err := x.rs.flights.Do(ctx, requirementsKey(reqs), x.id, func() (setup, error) {
-		st, err := x.rs.setup(ctx, reqs)
+		st, err := x.rs.setup(pluginc.WithFallback(ctx, x.fellBack), reqs)
 		if err != nil {
 			return st, fmt.Errorf("%w: %w", ErrInit, err)
 		}
@@ -117,6 +117,32 @@ func (rs *runState) setup(ctx context.Context, reqs []pluginc.Requirement) (setu
 		st.lockFile = pluginc.LockFile(pkgs)
 	}
 	return st, nil
+}
+
+// fellBack reports a package the cache installed from its next source
+// because one before it failed (a fleet's network mirror that is down):
+// without it the cache's own logger, which discards by default, would be
+// the only one told. The unit's log and output and an event say it for
+// the unit whose setup installed it; the logger and Report.Warnings once
+// per Run. Called from the cache's install goroutines.
+func (x *unitRun) fellBack(fb pluginc.Fallback) {
+	msg := "provider cache: " + fb.String()
+	x.out.note(msg)
+	x.rs.em.emit(Event{Unit: x.id, Phase: PhaseProviderFallback, Status: Running, Fallback: &fb})
+	x.rs.warnMu.Lock()
+	first := !x.rs.fallbacks[msg]
+	if first {
+		if x.rs.fallbacks == nil {
+			x.rs.fallbacks = map[string]bool{}
+		}
+		x.rs.fallbacks[msg] = true
+		x.rs.warnings = append(x.rs.warnings, msg)
+	}
+	x.rs.warnMu.Unlock()
+	if first {
+		x.rs.cfg.logger.Warn("provider source failed; installed from the next source", "unit", x.id,
+			"package", fb.Package.String(), "source", fb.Source, "listing", fb.Listing, "err", fb.Err, "used", fb.Used)
+	}
 }
 
 // lookupEnv reads a variable as the unit's terraform will see it: the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -42,6 +43,10 @@ type Event struct {
 	// CPUWait is set with PhaseCPUWait when the unit's terraform process
 	// may start after waiting for a core: how long it waited.
 	CPUWait time.Duration
+	// Fallback is set with PhaseProviderFallback: the source that failed
+	// (a network mirror by its URL, without credentials or query), how,
+	// and the source the package was installed from.
+	Fallback *pluginc.Fallback
 }
 
 // Wait describes a unit waiting for a lock someone else holds. A unit
@@ -296,8 +301,11 @@ type Report struct {
 	Results []Result
 	// Warnings are what the Run has to say once, not per unit: a user CLI
 	// config left out (one that does not parse, or a TF_CLI_CONFIG_FILE
-	// naming a missing file). Each is also in the log and output of the
-	// unit that met it first and in the logger.
+	// naming a missing file); a provider package installed from the
+	// plugin cache's next source because one before it failed (a network
+	// mirror that is down: pluginc.Fallback's String, naming the mirror
+	// and the source used). Each is also in the log and output of the
+	// unit that met it first and in the logger (Warn).
 	Warnings []string
 	// Duration is the wall time of the Run.
 	Duration time.Duration

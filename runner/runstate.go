@@ -47,6 +47,10 @@ type runState struct {
 	cliConfigWarning sync.Once
 	warnMu           sync.Mutex
 	warnings         []string // Report.Warnings
+	// fallbacks holds the provider fallbacks already warned about in
+	// this Run (by their message), under warnMu: each is said once
+	// however many units' installs it served.
+	fallbacks map[string]bool
 	// ordered forces dependency order (the Output pass ignores
 	// WithIgnoreDependencyOrder, or it could not feed a Generate).
 	ordered bool

@@ -83,9 +83,15 @@ const (
 	// for a core under WithCoreGate, and again when it may start
 	// (Event.CPUWait: how long it waited).
 	PhaseCPUWait
+	// PhaseProviderFallback is sent when a provider package the unit
+	// needs was installed from a source other than the first that would
+	// have served it, because that one failed (a network mirror that is
+	// down): Event.Fallback names both. The unit goes on; the phase is
+	// still the one of the last other event.
+	PhaseProviderFallback
 )
 
-var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step", "wait", "memory-wait", "cpu-wait"}
+var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step", "wait", "memory-wait", "cpu-wait", "provider-fallback"}
 
 // String returns the phase in lower case, as shown in events.
 func (p Phase) String() string {

@@ -34,11 +34,15 @@ type layout struct {
 // through symlinks), and returns the smallest layout that keeps every
 // relative source resolvable; a root module call whose source is an
 // expression is followed where sources gives its value (see
-// Spec.ModuleSources). Problems in the tree are not an error here:
-// terraform reports them better, and the files still need to be in the
-// workdir for it to do so.
-func discover(ctx context.Context, log *slog.Logger, component string, rule modtree.Files, sources map[string]string) layout {
+// Spec.ModuleSources). A local call whose directory lies outside repo
+// is refused (an *OutsideRepositoryError): the one error here. Other
+// problems in the tree are not: terraform reports them better, and the
+// files still need to be in the workdir for it to do so.
+func discover(ctx context.Context, log *slog.Logger, component string, rule modtree.Files, sources map[string]string, repo repository) (layout, error) {
 	tr := modtree.WalkWith(component, rule, sources)
+	if err := repo.outside(tr.Calls); err != nil {
+		return layout{}, err
+	}
 	if err := tr.Err(); err != nil {
 		log.DebugContext(ctx, "module tree has errors; following what parsed", "dir", component, "err", err)
 	}
@@ -69,7 +73,7 @@ next:
 		r, _ := filepath.Rel(base, p)
 		l.dirs = append(l.dirs, filepath.ToSlash(r))
 	}
-	return l
+	return l, nil
 }
 
 // remoteStateReads returns the state files the modules of tr read through

@@ -101,12 +101,20 @@
 //     instance's own and survives every refresh.
 //   - Generated files (Spec.Files) are written atomically into Workdir.Dir;
 //     names that escape it or would overwrite instance-owned data are refused.
+//   - A local module call (the component's or a local module's, a
+//     Spec.ModuleSources value included) whose directory lies outside
+//     the component's repository (Spec.Repository: by default the
+//     nearest directory holding .git) is refused with an
+//     *OutsideRepositoryError (ErrOutsideRepository) naming the call, its
+//     source and the directory, before anything of the instance is
+//     written: "../../../../usr/share/doc" is never copied into every
+//     instance.
 //   - A source set over the materialization budget (WithBudget; by
-//     default DefaultBudgetBytes and DefaultBudgetFiles per instance) is
-//     refused with ErrBudget naming the file where the budget ran out,
-//     before anything of the instance is written: a module source that
-//     leaves the repository or a stray huge file is never copied into
-//     every instance.
+//     default DefaultBudgetBytes and DefaultBudgetFiles per instance,
+//     room for a lambda's node_modules five times over) is refused with
+//     ErrBudget naming the file where the budget ran out, before
+//     anything of the instance is written: a stray huge file is never
+//     copied into every instance.
 //   - Bad input is refused before anything is written, with an *InputError
 //     (wrapping ErrInvalid) that names the input (invariant 9). Check makes
 //     every such check without writing or locking; Prepare starts with it.

@@ -74,6 +74,15 @@ var (
 	// files for one instance. The message names the file where the
 	// budget ran out and the limit; nothing of the instance was written.
 	ErrBudget = errors.New("materialization budget exceeded")
+
+	// ErrOutsideRepository is wrapped by the error Prepare returns when a
+	// local module call of the component, or of a local module it calls,
+	// names a directory outside the component's repository (see
+	// Spec.Repository): "../../../../usr/share/doc" would copy a tree
+	// that is not configuration into every instance. Nothing of the
+	// instance was written. Use errors.As with *OutsideRepositoryError
+	// for the call, its source and the directory.
+	ErrOutsideRepository = errors.New("local module source leaves the repository")
 )
 
 // UnsafePathError names a path the manager refuses to trust: its owner,

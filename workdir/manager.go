@@ -51,6 +51,8 @@ type checked struct {
 	rule   modtree.Files // which files are configuration: Spec.Engine's
 	// sources are Spec.ModuleSources, nil when it is empty.
 	sources map[string]string
+	// repo is Spec.Repository, absolute and clean; "" when not given.
+	repo string
 }
 
 // Spec says which instance to prepare and from what.
@@ -97,6 +99,22 @@ type Spec struct {
 	// copied with it all the same). The runner evaluates them from the
 	// unit's variables; a host that uses workdir alone sets them itself.
 	ModuleSources map[string]string
+	// Repository is the directory the component's local module sources
+	// must stay in: a local call (the component's, or a local module's)
+	// whose directory lies outside it is refused with an
+	// *OutsideRepositoryError (ErrOutsideRepository) naming the call,
+	// its source and the directory, and nothing is written. Paths are
+	// compared as terraform joins them (symlinks kept); a symlink inside
+	// the repository is followed wherever it leads. Empty means the
+	// nearest directory above the component (itself included) that
+	// holds a .git (a directory, or a worktree's or submodule's file);
+	// without one, the top-level directory the component lies in (/srv
+	// for /srv/infra/components/vpc), or the directory just below the
+	// user's home directory for a component under it (~/infra). Set it
+	// when modules live beside the repository on purpose (a sibling
+	// checkout) or a submodule's component calls its superproject's
+	// modules. It must exist and hold Source.
+	Repository string
 	// Rehash makes Prepare read and hash every file of the source set
 	// again. Without it, a file this Manager has read before is not read
 	// again while its inode, size, mode, mtime and ctime are what they
@@ -269,6 +287,11 @@ func (m *Manager) check(s Spec) (*checked, error) {
 	}
 	if len(s.ModuleSources) > 0 {
 		c.sources = maps.Clone(s.ModuleSources)
+	}
+	if s.Repository != "" {
+		if c.repo, err = checkRepository(s.Repository, c.source); err != nil {
+			return c, err
+		}
 	}
 	// A generated file at the local backend's state path would replace the
 	// instance's state on every Prepare.

@@ -25,6 +25,7 @@ type input struct {
 	files   []genFile         // generated files
 	rule    modtree.Files     // which files are configuration (Spec.Engine)
 	sources map[string]string // Spec.ModuleSources
+	repo    repository        // where local module sources must stay
 	backend modtree.Backend   // the component's backend, generated files included
 	dataDir string            // the instance's TF_DATA_DIR, where the engine records the backend it configured
 	sums    *treesum.Memo     // source digests to reuse; nil when the caller asked for a full re-hash
@@ -50,7 +51,7 @@ func (m *Manager) materialize(ctx context.Context, id string, c *checked, rehash
 	if err != nil && !cold {
 		return nil, err
 	}
-	in := input{source: source, files: files, rule: rule, sources: c.sources, backend: m.readBackend(ctx, source, files, rule), dataDir: instanceDataDir(home), sums: &m.sums}
+	in := input{source: source, files: files, rule: rule, sources: c.sources, repo: findRepository(source, c.repo), backend: m.readBackend(ctx, source, files, rule), dataDir: instanceDataDir(home), sums: &m.sums}
 	if rehash {
 		in.sums = nil
 	}
@@ -67,7 +68,10 @@ func (m *Manager) materialize(ctx context.Context, id string, c *checked, rehash
 		}
 	}
 
-	lay := discover(ctx, m.log, source, rule, in.sources)
+	lay, err := discover(ctx, m.log, source, rule, in.sources, in.repo)
+	if err != nil {
+		return nil, err
+	}
 	set, err := collect(ctx, lay.base, lay.dirs, m.realRoot, statePathsOf(lay.component, in.stateBackends()...), inputsOf(lay.reads, lay.component, in.stateBackends()...), m.budget, in.sums)
 	if err != nil {
 		return nil, err
@@ -138,12 +142,15 @@ func (m *Manager) noteSkipped(ctx context.Context, id string, set *scan) {
 }
 
 // warm handles the common case: the source set hashes to what the stamp
-// says, no missing module directory has appeared, and the set of
-// generated names is unchanged, so only generated contents may need
-// rewriting. It reads the source but copies nothing.
+// says, no missing module directory has appeared, the layout stays in
+// the repository, and the set of generated names is unchanged, so only
+// generated contents may need rewriting. It reads the source but copies
+// nothing. A layout that leaves the repository (a stamp written before
+// the check, or a narrower Spec.Repository) goes to discover, which
+// refuses it by name.
 func (m *Manager) warm(ctx context.Context, home string, old *stamp, in input) (*stamp, *scan, bool, error) {
 	if old == nil || !old.Complete || old.Source != in.source || old.Engine != stampEngine(in.rule) || old.Materialized == "" || !old.ReadsKnown || !stillMissing(old.Missing) ||
-		!maps.Equal(old.ModuleSources, in.sources) {
+		!maps.Equal(old.ModuleSources, in.sources) || !within(in.repo.dir, old.Base) {
 		return nil, nil, false, nil
 	}
 	gen := genPaths(old.Component, in.files)

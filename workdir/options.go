@@ -33,13 +33,23 @@ func defaultConfig() config {
 }
 
 // The default materialization budget of a Manager (see WithBudget): what
-// one Prepare may copy from the source into one instance's workdir.
+// one Prepare may copy from the source into one instance's workdir. It
+// is sized to admit ordinary components with room to spare and to stop
+// what no component means to carry: a module source that leaves the
+// repository is refused by what it is (ErrOutsideRepository), so the
+// budget only has to catch stray huge files and runaway trees.
+// Measured: a Node lambda's installed node_modules (aws-sdk, the v3 S3
+// and DynamoDB clients, typescript, jest, webpack, eslint, babel) holds
+// 20,476 files and 243 MB, its largest file 24 MB; a Python lambda's
+// vendored boto3, botocore and numpy 2,516 files and 110 MB.
 const (
 	// DefaultBudgetBytes is 1 GiB: the sum of the sizes of the files
-	// copied from the source.
+	// copied from the source; four times the largest unzipped package
+	// a lambda may have (250 MB), and less than one stray disk image.
 	DefaultBudgetBytes int64 = 1 << 30
-	// DefaultBudgetFiles is 10,000 files copied from the source.
-	DefaultBudgetFiles = 10_000
+	// DefaultBudgetFiles is 100,000 files copied from the source: five
+	// times a lambda's node_modules.
+	DefaultBudgetFiles = 100_000
 )
 
 // budget is the most one Prepare copies from the source.
@@ -55,11 +65,12 @@ type budget struct {
 // holes stay holes in the copy) and as a number of files. Generated files
 // (Spec.Files) do not count. A source set over either limit fails Prepare
 // with an error wrapping ErrBudget that names the file where the limit
-// was crossed, before anything of the instance is written: a module
-// source that leaves the repository ("../../../../usr/share/doc") or a
-// stray multi-GiB file is refused instead of being copied into every
-// instance. Both must be positive; the defaults are DefaultBudgetBytes
-// and DefaultBudgetFiles.
+// was crossed, before anything of the instance is written: a stray
+// multi-GiB file or a runaway tree is refused instead of being copied
+// into every instance (a module source that leaves the repository is
+// refused before the budget is counted: see Spec.Repository). Both must
+// be positive; the defaults are DefaultBudgetBytes and
+// DefaultBudgetFiles.
 func WithBudget(maxBytes int64, maxFiles int) Option {
 	return optionFunc(func(c *config) error {
 		if maxBytes <= 0 || maxFiles <= 0 {

@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"time"
 )
@@ -123,5 +124,34 @@ func (s *Server) HTTPClient() *http.Client {
 	if err != nil {
 		panic(err) // the PEM is our own; this cannot fail
 	}
+	return c
+}
+
+// HTTPClientAlso is HTTPClient that also reaches each of others (TLS
+// test servers, such as a provider mirror in front of this registry) at
+// its own loopback address, trusting its certificate: a cache with a
+// mirror and this registry as its sources uses one client for both. A
+// server already closed is dialed all the same, and refuses, as a
+// mirror that is down does.
+func (s *Server) HTTPClientAlso(others ...*httptest.Server) *http.Client {
+	direct := map[string]bool{}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(s.certs.caPEM)
+	for _, o := range others {
+		direct[o.Listener.Addr().String()] = true
+		if c := o.Certificate(); c != nil {
+			pool.AddCert(c)
+		}
+	}
+	c, err := newClient(s.host, func(a string) string {
+		if direct[a] {
+			return a
+		}
+		return s.dialAddr(a)
+	}, s.certs.caPEM)
+	if err != nil {
+		panic(err) // the PEM is our own; this cannot fail
+	}
+	c.Transport.(*http.Transport).TLSClientConfig.RootCAs = pool
 	return c
 }
