@@ -230,12 +230,21 @@
 //     provider requirements, the backend fingerprint and the init record
 //     all follow it; Affected, which has no engine, takes both engines'
 //     files.
-//   - Early evaluation (OpenTofu 1.8 and later): init, get and workspace
-//     select get the unit's -var-file and -var arguments, and the values
-//     the backend and the module sources and versions read (defaults,
-//     TF_VAR_*, tfvars files, Args.VarFiles, Args.Vars, through locals)
-//     are part of the init record: a backend built from a variable whose
-//     value changed is a changed backend, a module source built from one
-//     keys the module fetch and store by those values, never shared with
-//     a unit that gives other values.
+//   - Early evaluation (OpenTofu 1.8 and later, Terraform 1.15 and later,
+//     decided in one place from the engine's kind and version): init,
+//     get, validate and show of a saved plan (and workspace select under
+//     OpenTofu) get the unit's -var-file and -var arguments, and the
+//     values the backend and the module sources and versions read
+//     (defaults, TF_VAR_*, tfvars files, Args.VarFiles, Args.Vars,
+//     through locals) are part of the init record: a backend built from a
+//     variable whose value changed is a changed backend, a module source
+//     or version built from one keys the module fetch and store by those
+//     values, never shared with a unit that gives other values (nor, when
+//     the source cannot be evaluated, with another component). A root
+//     module source that is an expression is evaluated from those values
+//     (locals and path.module; no functions, never guessed) and given to
+//     the workdir (workdir.Spec.ModuleSources), so the local module it
+//     selects, outside the component too, is in the workdir; Affected
+//     follows it, and counts every change for a unit whose source it
+//     cannot evaluate.
 package runner

@@ -79,7 +79,8 @@
 //     local backend's path and workspace_dir as configured in the source or
 //     the generated files, and as the engine recorded them in the data dir
 //     at its last init: a path given with -backend-config or built by
-//     OpenTofu's early evaluation from a variable is known only there);
+//     early evaluation (OpenTofu, Terraform 1.15) from a variable is known
+//     only there);
 //     *.tfplan plan files; a .terraform directory;
 //     and anything else in the workdir that no build copied or generated.
 //     Nothing outside the files a previous build copied or generated is
