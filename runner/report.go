@@ -265,7 +265,9 @@ type StateLock struct {
 // String describes the holder in one line.
 func (l *StateLock) String() string {
 	if l == nil {
-		return "unknown holder"
+		// Not a holder's name: terraform's lock error named none (the pg
+		// backend, or the lock was let go between two attempts).
+		return "the holder is not known (the engine named none)"
 	}
 	s := "ID " + l.ID
 	if l.Who != "" {
