@@ -80,9 +80,13 @@
 //     content, the init arguments, the data dir still holding providers
 //     and backend state); Result.InitSkipped says so. If terraform asks
 //     for init after all, init runs and the command is retried once. A
-//     backend configuration that changed since the last init is
-//     reconfigured by itself; state is migrated only with
-//     Args.MigrateState.
+//     backend configuration that changed since the last init is refused
+//     (BackendChangedError) unless Args.MigrateState migrates the state,
+//     Args.Reconfigure takes the new backend, or the old local state
+//     provably holds no resources. Args.Reconfigure does not force init
+//     by itself: init -reconfigure runs only when something init depends
+//     on changed. An init that runs again says, in the unit's log and in
+//     DryRun's InitReason, which of its inputs changed.
 //   - workspace: selected (created if missing) unless already selected,
 //     then read back from the data dir: a select that left another
 //     workspace selected fails the unit (ErrWorkspace). The name, like

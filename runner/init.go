@@ -159,8 +159,10 @@ func (x *unitRun) planInit(manifest string, force bool) (initPlan, error) {
 		p.why = "the command is init"
 	case a.Upgrade:
 		p.why = "-upgrade"
-	case a.Reconfigure:
-		p.why = "-reconfigure"
+	// Args.Reconfigure is not a reason: it says how a changed backend is
+	// taken, and init runs with it only when something changed (the
+	// backend, or anything else init depends on). atmos sets it by
+	// default; forcing init for it cost an init per unit per command.
 	case p.prev == nil:
 		p.why = "no record of an earlier successful init"
 	case p.prev.Backend != backend:

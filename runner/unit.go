@@ -83,7 +83,12 @@ type Args struct {
 	// the component directory, or absolute) or KEY=VALUE pairs.
 	BackendConfig []string
 	// Reconfigure passes init -reconfigure: a changed backend is taken
-	// as is, and the state of the old one is left where it is.
+	// as is, and the state of the old one is left where it is. It does
+	// not force init: init runs, with -reconfigure, only when the backend
+	// configuration or anything else init depends on changed since the
+	// instance's last successful init (or there is no record of one), so
+	// a host that sets it on every command (atmos's
+	// init_run_reconfigure) pays no init per unit per command.
 	Reconfigure bool
 	// MigrateState passes init -migrate-state -force-copy when the backend
 	// changed: state moves to the new backend.
