@@ -119,10 +119,12 @@
 // process's (TF_VAR_*, TF_LOG*, TF_CLI_ARGS* and credentials pass through,
 // so terraform applies its own precedence), then TF_DATA_DIR, the
 // runner's CLI config (with a cache), then Unit.Env; TF_PLUGIN_CACHE_DIR
-// and TF_WORKSPACE are dropped, and TMPDIR points into the Run's private
-// dir unless Unit.Env sets it. GOMAXPROCS, unless the environment already
-// names it, is each process's share of the host's cores among the Run's
-// running terraform processes (internal/tfcmd CoreShare): terraform and
+// and TF_WORKSPACE are dropped, TMPDIR points into the Run's private
+// dir unless Unit.Env sets it, and CHECKPOINT_DISABLE=1 and
+// TF_IN_AUTOMATION=1 are added unless the environment sets them.
+// GOMAXPROCS, unless the environment already names it, is each
+// process's share of the host's cores among the Run's running terraform
+// processes (internal/tfcmd CoreShare): terraform and
 // its providers are Go programs whose runtimes, one scheduler per core
 // each, otherwise spin against each other when more run than there are
 // cores. Custom steps get a *tfexec.Terraform
