@@ -92,8 +92,17 @@ type Result struct {
 	// failed dependency (ErrDependencyFailed), fail-fast (ErrFailFast),
 	// a Stop (ErrStopped) or the Run's context (its cause, e.g.
 	// context.Canceled).
-	Started  bool
+	Started bool
+	// Duration is the unit's run (End - Start), its waits for memory and
+	// retries included.
 	Duration time.Duration
+	// Start and End are when the unit's run began and ended; both zero
+	// for a unit that never started.
+	Start, End time.Time
+	// SkippedFor is, for a unit Skipped because a unit it depends on
+	// failed (ErrDependencyFailed), the ID of that failed unit, which
+	// may be a dependency of a dependency; "" otherwise.
+	SkippedFor string
 	// LockWait is the time spent waiting for locks held by others: the
 	// instance lock of the workdir (not the refresh of its files) and
 	// terraform state locks.

@@ -236,7 +236,7 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 				p.rec, p.out, err = rs.runUnitSafely(ctx, i)
 				return err
 			})
-			p.mem, p.duration, p.cpuWait = mem, time.Since(start), rs.cpu.waitedFor(i)
+			p.mem, p.start, p.duration, p.cpuWait = mem, start, time.Since(start), rs.cpu.waitedFor(i)
 			return err
 		},
 		func(i int, o queue.Outcome) {
