@@ -54,6 +54,12 @@ type runState struct {
 	// selection: a unit there whose state holds none of the outputs its
 	// configuration declares has not been applied (ErrNotApplied).
 	outsideOutputs []bool
+	// plannedOutputs marks the Output pass before a Plan or SavePlan
+	// over dependencies that this Run plans: one whose state holds none
+	// of the outputs its configuration declares has never been applied,
+	// and its outputs are not known until it is (ErrNotApplied), so its
+	// dependents are not planned against an empty map.
+	plannedOutputs []bool
 	em             *emitter
 	out            *combined
 	mem            *memGate // the memory budget, and each unit's measured memory
@@ -314,6 +320,10 @@ func (rs *runState) depResults(i int) map[string]Result {
 		pre, read := rs.depOutputs[d]
 		ran := inOrder && (rs.results[d].Started || rs.results[d].Status != Queued)
 		switch {
+		case read && errors.Is(pre.Err, ErrNotApplied):
+			// Its outputs are not known (plannedOutputs): the dependent
+			// fails naming it, whatever the command did with it.
+			out[rs.g.ID(d)] = pre
 		case ran && read:
 			p := rs.parts[d]
 			p.given = pre.Outputs

@@ -54,6 +54,14 @@ type Unit struct {
 	// dependencies' step results. The files it returns are generated into
 	// the workdir on top of Workdir.Files. An error fails the unit before
 	// anything runs.
+	//
+	// A dependency whose outputs are not known is never given as an empty
+	// map: when its state holds none of the outputs its configuration
+	// declares (it has never been applied), a dependency outside the
+	// Run's selection, and under Plan and SavePlan a dependency planned
+	// in the same Run, fail the unit with ErrNotApplied naming the
+	// dependency, before Generate is called. Apply the dependency first
+	// (Apply, or ApplyPlan of its saved plan), then plan the unit.
 	Generate func(ctx context.Context, deps map[string]Result) (map[string][]byte, error)
 }
 
