@@ -365,8 +365,8 @@ func TestHTTPStaleLock(t *testing.T) {
 		_, ok := srv.Lock(name)
 		require.True(t, ok, "a failed run leaves the lock alone")
 
-		// The printed command works as it is, in a shell.
-		m := regexp.MustCompile(`or: (cd .*?): ` + stateLockMarker).FindStringSubmatch(err.Error())
+		// The printed command works as it is, in a shell: a line of its own.
+		m := regexp.MustCompile(`(?m)^    (cd .*)$`).FindStringSubmatch(err.Error())
 		require.NotNil(t, m, "the error prints a command: %v", err)
 		out, cerr := exec.Command("sh", "-c", m[1]).CombinedOutput()
 		require.NoError(t, cerr, "%s\n%s", m[1], out)

@@ -160,14 +160,14 @@ func (x *unitRun) exportPlan() error {
 	_, file, jsonFile, metaFile := x.planPaths()
 	b, err := os.ReadFile(metaFile)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w for unit %s: run SavePlan first (%s)", ErrNoPlan, x.id, metaFile)
+		return fmt.Errorf("%w: run SavePlan first (%s)", ErrNoPlan, metaFile)
 	}
 	if err != nil {
 		return fmt.Errorf("read %s: %w", metaFile, err)
 	}
 	var rec planMeta
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return fmt.Errorf("%w for unit %s: unreadable record %s: %w", ErrStalePlan, x.id, metaFile, err)
+		return fmt.Errorf("%w: unreadable record %s: %w", ErrStalePlan, metaFile, err)
 	}
 	saved, err := x.checkSavedPlan(rec.Destroy, true)
 	if err != nil {
@@ -189,7 +189,7 @@ func (x *unitRun) exportPlan() error {
 		members[name] = data
 	}
 	if sha256Hex(members[bundlePlan]) != saved.Plan {
-		return fmt.Errorf("%w for unit %s: the plan file changed while it was read", ErrStalePlan, x.id)
+		return fmt.Errorf("%w: the plan file changed while it was read", ErrStalePlan)
 	}
 	host, _ := os.Hostname()
 	m := manifest{Format: bundleFormat, Unit: x.id, Meta: saved, Backend: backend, Files: map[string]string{}, Made: time.Now().UTC(), Host: host}
@@ -379,11 +379,11 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 			ErrPlanBundle, src, x.id, m.Backend, backend)
 	}
 	saved := m.Meta
-	now := planMeta{Digest: x.w.Digest, Engine: engineID(x.rs.eng), Destroy: saved.Destroy,
-		Args: planArgsDigest(x.u), Inputs: x.planInputs(), Plan: saved.Plan, LockFile: saved.LockFile}
+	now := x.planMade()
+	now.Destroy, now.Plan, now.LockFile = saved.Destroy, saved.Plan, saved.LockFile
 	if why := staleness(saved, now, saved.Destroy); why != "" {
-		return stepOutcome{}, fmt.Errorf("%w for unit %s: the bundle %s (made on %s at %s) does not match this workdir: %s",
-			ErrStalePlan, x.id, src, m.Host, m.Made.Format(time.RFC3339), why)
+		return stepOutcome{}, fmt.Errorf("%w: the bundle %s (made on %s at %s) does not match this workdir: %s",
+			ErrStalePlan, src, m.Host, m.Made.Format(time.RFC3339), why)
 	}
 	dir, file, jsonFile, metaFile := x.planPaths()
 	for _, old := range []string{metaFile, x.applyingPath(), x.redactedPath()} {

@@ -15,7 +15,13 @@ import (
 // For the other commands the Run first reads the outputs of the units
 // those Generates depend on, with an Output pass over them (and, for
 // their own Generates, over what they depend on), in dependency order,
-// before the command itself starts. Custom steps are left alone: their
+// before the command itself starts. Under Plan and SavePlan, a
+// dependency planned in the same Run whose state holds none of the
+// outputs its configuration declares has never been applied: its
+// outputs are not known until it is, so its dependents fail with
+// ErrNotApplied naming it rather than plan against an empty map (an
+// empty map looks like a dependency without outputs, and a Generate
+// would make files from nothing). Custom steps are left alone: their
 // dependents get the steps' own results (Result.Data).
 
 // outputsInOrder reports whether cmd, run in dependency order, leaves
@@ -113,8 +119,11 @@ func (r *Runner) readDependencyOutputs(ctx context.Context, rs *runState, sel []
 	pre.out = nil
 	pre.ordered = true
 	pre.outsideOutputs = make([]bool, len(sel))
+	pre.plannedOutputs = make([]bool, len(sel))
+	planning := (rs.cmd.kind == kindPlan || rs.cmd.kind == kindSavePlan) && !rs.cmd.reverse
 	for i := range sel {
 		pre.outsideOutputs[i] = !sel[i]
+		pre.plannedOutputs[i] = sel[i] && planning
 	}
 	pre.run(ctx, feeds)
 	rs.depOutputs = map[int]Result{}

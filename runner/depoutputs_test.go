@@ -59,3 +59,36 @@ func TestGenerateGetsOutputsInEveryCommand(t *testing.T) {
 	}
 	run(Destroy)
 }
+
+// TestPlanDependencyNotAppliedIsAnError: in one Run of SavePlan (or
+// Plan), a dependency that is planned but has never been applied has no
+// outputs yet. Its dependent fails with ErrNotApplied naming it and
+// saying its outputs are not known until it is applied, before its
+// Generate is called; it is never planned against an empty outputs map.
+// The dependency itself is planned.
+func TestPlanDependencyNotAppliedIsAnError(t *testing.T) {
+	w := newWorld(t)
+	var generated sync.Map
+	units := []Unit{
+		{ID: "vpc", Workdir: workdirSpec("plat-ue2-dev", "vpc", w.component(t, "vpc", vpcComponent), nil)},
+		{ID: "app", DependsOn: []string{"vpc"}, Workdir: workdirSpec("plat-ue2-dev", "app", w.component(t, "app", appComponent), nil),
+			Generate: func(ctx context.Context, deps map[string]Result) (map[string][]byte, error) {
+				generated.Store("app", deps["vpc"].Outputs)
+				return map[string][]byte{"vpc.auto.tfvars.json": []byte(`{"vpc_id": "none"}`)}, nil
+			}},
+	}
+	r := w.runner(t)
+	for _, cmd := range []Command{SavePlan, Plan} {
+		rep, err := r.Run(testCtx(t), cmd, units...)
+		require.ErrorIs(t, err, ErrNotApplied, "%s", cmd)
+		vpc, _ := rep.Result("vpc")
+		require.Equal(t, Succeeded, vpc.Status, "%s: the dependency is planned", cmd)
+		app, _ := rep.Result("app")
+		require.Equal(t, Failed, app.Status, "%s", cmd)
+		require.ErrorIs(t, app.Err, ErrNotApplied, "%s", cmd)
+		require.ErrorContains(t, app.Err, "dependency vpc", "%s", cmd)
+		require.ErrorContains(t, app.Err, "not known until it is applied", "%s", cmd)
+		got, called := generated.Load("app")
+		require.False(t, called, "%s: app's Generate was called with %v", cmd, got)
+	}
+}

@@ -80,9 +80,13 @@
 //     content, the init arguments, the data dir still holding providers
 //     and backend state); Result.InitSkipped says so. If terraform asks
 //     for init after all, init runs and the command is retried once. A
-//     backend configuration that changed since the last init is
-//     reconfigured by itself; state is migrated only with
-//     Args.MigrateState.
+//     backend configuration that changed since the last init is refused
+//     (BackendChangedError) unless Args.MigrateState migrates the state,
+//     Args.Reconfigure takes the new backend, or the old local state
+//     provably holds no resources. Args.Reconfigure does not force init
+//     by itself: init -reconfigure runs only when something init depends
+//     on changed. An init that runs again says, in the unit's log and in
+//     DryRun's InitReason, which of its inputs changed.
 //   - workspace: selected (created if missing) unless already selected,
 //     then read back from the data dir: a select that left another
 //     workspace selected fails the unit (ErrWorkspace). The name, like
@@ -115,10 +119,12 @@
 // process's (TF_VAR_*, TF_LOG*, TF_CLI_ARGS* and credentials pass through,
 // so terraform applies its own precedence), then TF_DATA_DIR, the
 // runner's CLI config (with a cache), then Unit.Env; TF_PLUGIN_CACHE_DIR
-// and TF_WORKSPACE are dropped, and TMPDIR points into the Run's private
-// dir unless Unit.Env sets it. GOMAXPROCS, unless the environment already
-// names it, is each process's share of the host's cores among the Run's
-// running terraform processes (internal/tfcmd CoreShare): terraform and
+// and TF_WORKSPACE are dropped, TMPDIR points into the Run's private
+// dir unless Unit.Env sets it, and CHECKPOINT_DISABLE=1 and
+// TF_IN_AUTOMATION=1 are added unless the environment sets them.
+// GOMAXPROCS, unless the environment already names it, is each
+// process's share of the host's cores among the Run's running terraform
+// processes (internal/tfcmd CoreShare): terraform and
 // its providers are Go programs whose runtimes, one scheduler per core
 // each, otherwise spin against each other when more run than there are
 // cores. Custom steps get a *tfexec.Terraform

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -133,4 +135,23 @@ func (s *syncBuffer) String() string {
 
 func workdirSpec(stack, instance, src string, files map[string][]byte) workdir.Spec {
 	return workdir.Spec{Stack: stack, Instance: instance, Source: src, Files: files}
+}
+
+// TestReadmeListsAddedEnvironment: README's "Added:" entry of the engine
+// environment names every variable the SDK adds to a unit's environment
+// that neither the host's environment nor the unit's Env set: those of
+// unitEnv, TMPDIR (engineEnv) and GOMAXPROCS (internal/tfcmd).
+func TestReadmeListsAddedEnvironment(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?s)\n- Added: (.*?)\n(?:- |\n)`).FindSubmatch(b)
+	require.NotNil(t, m, "README has an \"- Added:\" entry")
+	added := strings.Join(strings.Fields(string(m[1])), " ")
+	want := []string{"TMPDIR", "GOMAXPROCS"}
+	for k := range unitEnv(nil, nil, "", nil) {
+		want = append(want, k)
+	}
+	for _, k := range want {
+		require.Contains(t, added, "`"+k+"`", "README's Added entry names %s", k)
+	}
 }

@@ -47,6 +47,10 @@ type initRecord struct {
 	// -backend-config values and files, and, with early evaluation, the
 	// values of the variables the blocks read.
 	Backend string `json:"backend"`
+	// Parts are Fingerprint per named input (initFingerprint), so that
+	// an init that runs again says what changed. A record of an older
+	// version has none: it is still compared by Fingerprint.
+	Parts map[string]string `json:"parts,omitempty"`
 }
 
 // initialize runs terraform init unless nothing it depends on changed
@@ -66,6 +70,9 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) (
 	if plan.why == "" {
 		x.out.note("init: skipped, nothing it depends on changed since the last init")
 		return true, nil
+	}
+	if plan.prev != nil && !force {
+		x.out.note("init: runs again: " + plan.why)
 	}
 	// Until this init succeeds, the record must not claim anything.
 	if err := os.Remove(recPath); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -137,8 +144,10 @@ func (x *unitRun) planInit(manifest string, force bool) (initPlan, error) {
 		return initPlan{}, fmt.Errorf("read the root module: %w", err)
 	}
 	backend := backendFingerprint(files, x.dir, a.BackendConfig)
-	p := initPlan{files: files, now: initRecord{Backend: backend, Fingerprint: x.initFingerprint(manifest, backend, files)},
+	ps := parts{}
+	p := initPlan{files: files, now: initRecord{Backend: backend, Fingerprint: x.initFingerprint(manifest, backend, files, ps)},
 		recPath: filepath.Join(x.w.DataDir, initRecordName)}
+	p.now.Parts = ps.sums()
 	if b, err := os.ReadFile(p.recPath); err == nil {
 		var r initRecord
 		if json.Unmarshal(b, &r) == nil {
@@ -150,26 +159,46 @@ func (x *unitRun) planInit(manifest string, force bool) (initPlan, error) {
 		p.why = "the command is init"
 	case a.Upgrade:
 		p.why = "-upgrade"
-	case a.Reconfigure:
-		p.why = "-reconfigure"
+	// Args.Reconfigure is not a reason: it says how a changed backend is
+	// taken, and init runs with it only when something changed (the
+	// backend, or anything else init depends on). atmos sets it by
+	// default; forcing init for it cost an init per unit per command.
 	case p.prev == nil:
 		p.why = "no record of an earlier successful init"
 	case p.prev.Backend != backend:
 		p.why = "the backend configuration changed"
-	case *p.prev != p.now:
-		p.why = "something init depends on changed (engine, CLI config, lock file, module calls or installed modules, root configuration, init arguments)"
+	case p.prev.Fingerprint != p.now.Fingerprint:
+		p.why = initChanged(p.prev.Parts, p.now.Parts)
 	case !x.dataDirIntact(backend != "", len(x.tree.Calls) > 0):
 		p.why = "the data dir lacks what the last init installed"
 	}
 	return p, nil
 }
 
-func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig) string {
-	fp := newFingerprint()
+// initChanged says which inputs of init changed since the record of the
+// last init, by name; a record of an older version names none.
+func initChanged(prev, now map[string]string) string {
+	if prev == nil {
+		return "something init depends on changed since a record of an older version, which names no input " +
+			"(engine, CLI config, lock file, module calls or installed modules, root configuration, init arguments)"
+	}
+	names := changedParts(prev, now)
+	if len(names) == 0 {
+		return "something init depends on changed"
+	}
+	return strings.Join(names, ", ") + " changed since the last init"
+}
+
+// initFingerprint is the init record's Fingerprint, with each input's
+// part in p.
+func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig, p parts) string {
+	fp := newFingerprintParts(p)
 	e := x.rs.eng
 	fp.addString("engine", engineID(e)+" "+e.Path)
+	fp.part("engine version", []byte(engineID(e)))
+	fp.part("engine path", []byte(e.Path))
 	if fi, err := os.Stat(e.Path); err == nil {
-		fp.add("binary", fmt.Appendf(nil, "%d %d", fi.Size(), fi.ModTime().UnixNano()))
+		fp.addPart("binary", "engine binary", fmt.Appendf(nil, "%d %d", fi.Size(), fi.ModTime().UnixNano()))
 	}
 	if c := x.rs.cfg.cache; c != nil {
 		// The runner's CLI config is the cache as a mirror. Its text also
@@ -177,27 +206,29 @@ func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig) st
 		// components' runs; what this unit takes from it is pinned by the
 		// lock file, so the cache's location and the user's own settings
 		// are what count.
-		fp.addString("cliconfig", "cache "+c.Dir()+" user "+x.userDigest)
+		fp.addPart("cliconfig", "CLI config", []byte("cache "+c.Dir()+" user "+x.userDigest))
 	} else if p := x.env["TF_CLI_CONFIG_FILE"]; p != "" {
 		// No plugin cache: terraform reads the user's own CLI config.
 		b, _ := readInput(p)
-		fp.add("cliconfig", b)
+		fp.addPart("cliconfig", "CLI config", b)
 	}
-	fp.addFile("lockfile", filepath.Join(x.dir, lockFileName))
-	fp.addString("backend", backend)
+	lock, _ := os.ReadFile(filepath.Join(x.dir, lockFileName)) // missing: empty, as addFile
+	fp.addPart("lockfile", "lock file", lock)
+	fp.addPart("backend", "backend configuration", []byte(backend))
 	key, _ := moduleKey(x.tree, x.dynamicCall(root.early))
-	fp.addString("calls", key)
+	fp.addPart("calls", "module calls", []byte(key))
 	for _, f := range root.files {
-		fp.add("config "+f.name, f.data)
+		fp.addPart("config "+f.name, "configuration file "+f.name, f.data)
 	}
 	if manifest != "" {
-		fp.addFile("modules", manifest)
+		b, _ := os.ReadFile(manifest)
+		fp.addPart("modules", "installed modules", b)
 	}
 	a := x.u.Args
 	a.early = earlyRules{} // the values init reads are in the backend and calls fields
-	fp.addString("args", strings.Join(a.initCmd(false).Args, "\x00"))
+	fp.addPart("args", "init arguments", []byte(strings.Join(a.initCmd(false).Args, "\x00")))
 	for _, k := range []string{"TF_CLI_ARGS", "TF_CLI_ARGS_init"} {
-		fp.addString(k, x.env[k])
+		fp.addPart(k, envLabel(k), []byte(x.env[k]))
 	}
 	return fp.sum()
 }

@@ -195,3 +195,32 @@ exit 0
 	got = calls2()
 	require.Len(t, got, 3, "apply, init, apply: %q", got)
 }
+
+// TestReconfigureSkipsUnchangedInit: Args.Reconfigure (atmos's default
+// init_run_reconfigure) runs init -reconfigure only when something init
+// depends on changed: a second command on an unchanged unit starts no
+// init, and a changed backend is still reconfigured.
+func TestReconfigureSkipsUnchangedInit(t *testing.T) {
+	w := newWorld(t)
+	wrapper, calls := countingTerraform(t, w.tf)
+	src := w.component(t, "reconf", itemComponent)
+	home := t.TempDir()
+	u := Unit{Workdir: workdirSpec("plat-ue2-dev", "reconf", src, files(t, map[string]any{"name": "x"}, filepath.Join(home, "a.tfstate"))),
+		Args: Args{Reconfigure: true}}
+	r := w.runner(t, WithTerraform(wrapper))
+	rep, err := r.Run(testCtx(t), Plan, u)
+	require.NoError(t, err)
+	require.Equal(t, []string{"init", "plan"}, calls())
+
+	rep, err = r.Run(testCtx(t), Plan, u)
+	require.NoError(t, err)
+	require.Equal(t, []string{"plan"}, calls(), "the backend did not change: no init")
+	require.True(t, rep.Results[0].InitSkipped)
+
+	u.Workdir.Files = files(t, map[string]any{"name": "x"}, filepath.Join(home, "b.tfstate"))
+	rep, err = r.Run(testCtx(t), Plan, u)
+	require.NoError(t, err)
+	require.Equal(t, []string{"init", "plan"}, calls(), "the backend changed: init -reconfigure")
+	require.False(t, rep.Results[0].InitSkipped)
+	require.Contains(t, readFile(t, rep.Results[0].Log), "reconfiguring as asked")
+}

@@ -75,15 +75,15 @@ func readInput(p string) ([]byte, error) { return modtree.ReadRegular(p) }
 // apply reads every command's TF_CLI_ARGS* it runs, TF_CLI_ARGS_apply
 // included).
 func (x *unitRun) externalInputs() string {
-	return x.inputsFingerprint(func(string) bool { return true })
+	return x.inputsFingerprint(func(string) bool { return true }, nil)
 }
 
 // planInputs is externalInputs for a saved plan's record: what the plan
 // was made from, without the TF_CLI_ARGS_<command> of the commands that
 // run after it (planReadsEnv). A saved plan, or a bundle, is refused as
 // stale when it differs; an apply job's own TF_CLI_ARGS_apply is not a
-// reason.
-func (x *unitRun) planInputs() string { return x.inputsFingerprint(planReadsEnv) }
+// reason. Each input's part goes to p.
+func (x *unitRun) planInputs(p parts) string { return x.inputsFingerprint(planReadsEnv, p) }
 
 // planReadsEnv reports whether the environment variable k can change
 // what a saved plan holds: all but TF_CLI_ARGS_<command> of commands
@@ -98,16 +98,22 @@ func planReadsEnv(k string) bool {
 }
 
 // inputsFingerprint is externalInputs over the environment variables
-// for which counts returns true.
-func (x *unitRun) inputsFingerprint(counts func(string) bool) string {
-	fp := newFingerprint()
+// for which counts returns true, with each input's part in p (nil: none
+// kept). A -backend-config KEY=VALUE is named by its key alone: the
+// value may be a secret.
+func (x *unitRun) inputsFingerprint(counts func(string) bool, p parts) string {
+	fp := newFingerprintParts(p)
 	ws := x.u.Workspace
 	if ws == "" {
 		ws = defaultWorkspace
 	}
-	fp.addString("workspace", ws)
+	fp.addPart("workspace", "workspace", []byte(ws))
 	for _, bc := range x.u.Args.BackendConfig {
-		fp.addString("backend-config", bc)
+		label := fmt.Sprintf("-backend-config %q", bc) // a file's path
+		if k, _, ok := strings.Cut(bc, "="); ok {
+			label = "-backend-config " + k
+		}
+		fp.addPart("backend-config", label, []byte(bc))
 	}
 	given, paths := inputFiles(x.dir, x.u.Args)
 	for i, p := range paths {
@@ -115,7 +121,12 @@ func (x *unitRun) inputsFingerprint(counts func(string) bool) string {
 		if err != nil {
 			b = []byte("unreadable: " + err.Error())
 		}
-		fp.add("file "+given[i], b)
+		// inputFiles lists the var files first.
+		label := fmt.Sprintf("var file %q", given[i])
+		if i >= len(x.u.Args.VarFiles) {
+			label = fmt.Sprintf("-backend-config file %q", given[i])
+		}
+		fp.addPart("file "+given[i], label, b)
 	}
 	env := unitEnv(processEnv(), nil, "", x.u.Env)
 	for _, k := range slices.Sorted(maps.Keys(env)) {
@@ -123,7 +134,7 @@ func (x *unitRun) inputsFingerprint(counts func(string) bool) string {
 			continue
 		}
 		if strings.HasPrefix(k, "TF_VAR_") || strings.HasPrefix(k, "TF_CLI_ARGS") || x.u.Env[k] != "" {
-			fp.addString("env "+k, env[k])
+			fp.addPart("env "+k, envLabel(k), []byte(env[k]))
 		}
 	}
 	return fp.sum()

@@ -142,6 +142,9 @@ type jsonResult struct {
 	Status       Status                     `json:"status"`
 	Error        string                     `json:"error,omitempty"`
 	Started      bool                       `json:"started"`
+	Start        time.Time                  `json:"start,omitzero"`
+	End          time.Time                  `json:"end,omitzero"`
+	SkippedFor   string                     `json:"skipped_for,omitempty"`
 	Duration     float64                    `json:"duration_seconds"`
 	LockWait     float64                    `json:"lock_wait_seconds"`
 	StateLock    *jsonStateLock             `json:"state_lock,omitempty"`
@@ -221,7 +224,9 @@ type jsonOutputValue struct {
 // MarshalJSON gives the result's documented JSON form:
 //
 //	{"unit": "a/b", "status": "failed", "error": "terraform apply: ...",
-//	 "started": true, "duration_seconds": 12.5, "lock_wait_seconds": 3.2,
+//	 "started": true, "start": "2026-01-02T15:04:05.5Z", "end": "2026-01-02T15:04:18Z",
+//	 "skipped_for": "a/vpc",
+//	 "duration_seconds": 12.5, "lock_wait_seconds": 3.2,
 //	 "state_lock": {"id": "...", "path": "...", "operation": "OperationTypeApply",
 //	   "who": "user@host", "version": "1.11.4", "created": "...", "info": ""},
 //	 "recovered_locks": [{"id": "...", ...}],
@@ -241,16 +246,21 @@ type jsonOutputValue struct {
 //	   "password": {"sensitive": true}},
 //	 "data": ..., "log": "/path/to/unit.log"}
 //
-// error, state_lock, recovered_locks, crashed_runs, instance_lock,
-// memory_peak_bytes, memory_wait_seconds, out_of_memory, summary, plan,
-// outputs, data and log are left out when empty (and engine_pid,
-// engine_output, waited_seconds and killed in a crashed run, and a
-// plan's redacted_json_file).
+// error, start, end, skipped_for, state_lock, recovered_locks,
+// crashed_runs, instance_lock, memory_peak_bytes, memory_wait_seconds,
+// out_of_memory, summary, plan, outputs, data and log are left out when
+// empty (and engine_pid, engine_output, waited_seconds and killed in a
+// crashed run, and a plan's redacted_json_file).
 // status is "succeeded", "failed", "skipped" (never started; error names
-// why) or "canceled" (started, then interrupted); see Status.
+// why) or "canceled" (started, then interrupted); see Status. start and
+// end are when a unit that started began and ended (end - start is
+// duration_seconds); skipped_for is the ID of the failed unit a skipped
+// unit depends on (error says so too, as text). Reports written before
+// start, end and skipped_for existed read as without them.
 func (r Result) MarshalJSON() ([]byte, error) {
 	j := jsonResult{
 		Unit: r.Unit, Status: r.Status, Error: errString(r.Err), Started: r.Started,
+		Start: r.Start, End: r.End, SkippedFor: r.SkippedFor,
 		Duration: r.Duration.Seconds(), LockWait: r.LockWait.Seconds(),
 		InstanceLock: r.InstanceLock, Retries: r.Retries, Unchanged: r.Unchanged, InitSkipped: r.InitSkipped,
 		HasChanges: r.HasChanges, Data: r.Data, Log: r.Log,
@@ -297,6 +307,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	}
 	*r = Result{
 		Unit: j.Unit, Status: j.Status, Err: stringErr(j.Error), Started: j.Started,
+		Start: j.Start, End: j.End, SkippedFor: j.SkippedFor,
 		Duration: seconds(j.Duration), LockWait: seconds(j.LockWait), InstanceLock: j.InstanceLock,
 		Retries: j.Retries, Unchanged: j.Unchanged, InitSkipped: j.InitSkipped, HasChanges: j.HasChanges, Data: j.Data, Log: j.Log,
 		MemoryPeak: j.MemoryPeak, MemoryWait: seconds(j.MemoryWait), CPUWait: seconds(j.CPUWait), OutOfMemory: j.OutOfMemory,

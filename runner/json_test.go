@@ -24,6 +24,7 @@ func sampleReport() Report {
 		Results: []Result{
 			{
 				Unit: "plat-ue2-dev/elasticache/redis-cluster-1", Status: Succeeded, Started: true,
+				Start: created, End: created.Add(1500 * time.Millisecond),
 				Duration: 1500 * time.Millisecond, LockWait: 250 * time.Millisecond,
 				StateLock: &StateLock{ID: "0b9c5d3e-52a1", Path: "/s/redis.tfstate", Operation: "OperationTypeApply",
 					Who: "ci@runner-7", Version: "1.11.4", Created: created, Info: "held by CI"},
@@ -47,7 +48,7 @@ func sampleReport() Report {
 			},
 			{Unit: "plat-ue2-dev/app", Status: Failed, Started: true, Duration: 250 * time.Millisecond,
 				Err: fmt.Errorf("terraform apply: exit status 1: %w", errors.New("Error: boom"))},
-			{Unit: "plat-ue2-dev/web", Status: Skipped,
+			{Unit: "plat-ue2-dev/web", Status: Skipped, SkippedFor: "plat-ue2-dev/app",
 				Err: fmt.Errorf("%w: %w: plat-ue2-dev/app did not succeed", ErrSkipped, ErrDependencyFailed)},
 		},
 	}
@@ -76,6 +77,8 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	require.Equal(t, 1.5, r0["duration_seconds"])
 	require.Equal(t, 0.25, r0["lock_wait_seconds"])
 	require.Equal(t, true, r0["started"])
+	require.Equal(t, "2026-01-02T15:04:05.123Z", r0["start"])
+	require.Equal(t, "2026-01-02T15:04:06.623Z", r0["end"])
 	require.Equal(t, 2.0, r0["retries"])
 	require.Equal(t, true, r0["init_skipped"])
 	require.Equal(t, true, r0["has_changes"])
@@ -112,6 +115,9 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	require.Equal(t, "skipped", r2["status"])
 	require.Equal(t, false, r2["started"])
 	require.Equal(t, 0.0, r2["duration_seconds"])
+	require.Equal(t, "plat-ue2-dev/app", r2["skipped_for"])
+	require.NotContains(t, r2, "start", "a unit that never started has no start")
+	require.NotContains(t, r2, "end")
 
 	var got Report
 	require.NoError(t, json.Unmarshal(b, &got))
@@ -131,6 +137,9 @@ func requireSameReport(t *testing.T, want, got Report) {
 		require.Equal(t, w.Unit, g.Unit)
 		require.Equal(t, w.Status, g.Status, w.Unit)
 		require.Equal(t, w.Started, g.Started, w.Unit)
+		require.True(t, w.Start.Equal(g.Start), w.Unit)
+		require.True(t, w.End.Equal(g.End), w.Unit)
+		require.Equal(t, w.SkippedFor, g.SkippedFor, w.Unit)
 		if w.Err == nil {
 			require.NoError(t, g.Err, w.Unit)
 		} else {
@@ -276,6 +285,57 @@ func TestRealReportJSONRoundTrip(t *testing.T) {
 	require.Positive(t, raw.Results[0]["duration_seconds"])
 	require.Contains(t, raw.Results[1]["error"], "missing")
 
+	var got Report
+	require.NoError(t, json.Unmarshal(b, &got))
+	requireSameReport(t, *rep, got)
+}
+
+// TestReportStartEndAndSkippedFor: each unit that ran has its start and
+// end time in its Result and in the JSON form ("start", "end"; end -
+// start is its duration), a unit that never started has neither, and a
+// unit skipped because a unit it depends on failed names that unit in
+// SkippedFor ("skipped_for"), its dependents further down too.
+func TestReportStartEndAndSkippedFor(t *testing.T) {
+	w := newWorld(t)
+	good := w.component(t, "pair", pairComponent)
+	bad := w.component(t, "bad", `resource "terraform_data" "x" { input = var.missing }`)
+	before := time.Now()
+	units := []Unit{
+		{ID: "good", Workdir: workdirSpec("plat-ue2-dev", "good", good, files(t, map[string]any{}, filepath.Join(w.dir, "good.tfstate")))},
+		{ID: "bad", Workdir: workdirSpec("plat-ue2-dev", "bad", bad, nil)},
+		{ID: "dep", DependsOn: []string{"bad"}, Workdir: workdirSpec("plat-ue2-dev", "dep", good, nil)},
+		{ID: "dep2", DependsOn: []string{"dep"}, Workdir: workdirSpec("plat-ue2-dev", "dep2", good, nil)},
+	}
+	rep, err := w.runner(t).Run(testCtx(t), Plan, units...)
+	require.Error(t, err)
+	after := time.Now()
+	for _, res := range rep.Results[:2] {
+		require.True(t, res.Started, res.Unit)
+		require.False(t, res.Start.Before(before), res.Unit)
+		require.False(t, res.End.After(after), res.Unit)
+		require.Equal(t, res.Duration, res.End.Sub(res.Start), res.Unit)
+		require.Empty(t, res.SkippedFor, res.Unit)
+	}
+	for _, res := range rep.Results[2:] {
+		require.Equal(t, Skipped, res.Status, res.Unit)
+		require.ErrorIs(t, res.Err, ErrDependencyFailed)
+		require.True(t, res.Start.IsZero() && res.End.IsZero(), res.Unit)
+		require.Equal(t, "bad", res.SkippedFor, res.Unit)
+	}
+
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	var raw struct{ Results []map[string]any }
+	require.NoError(t, json.Unmarshal(b, &raw))
+	start, err := time.Parse(time.RFC3339Nano, raw.Results[0]["start"].(string))
+	require.NoError(t, err)
+	require.True(t, start.Equal(rep.Results[0].Start))
+	require.Contains(t, raw.Results[0], "end")
+	require.NotContains(t, raw.Results[0], "skipped_for")
+	require.NotContains(t, raw.Results[2], "start")
+	require.NotContains(t, raw.Results[2], "end")
+	require.Equal(t, "bad", raw.Results[2]["skipped_for"])
+	require.Equal(t, "bad", raw.Results[3]["skipped_for"])
 	var got Report
 	require.NoError(t, json.Unmarshal(b, &got))
 	requireSameReport(t, *rep, got)

@@ -138,7 +138,11 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 			x.waitEvent(Wait{Lock: WaitStateLock, State: x.rec.stateLock, Waited: waited, Done: true})
 			return fmt.Errorf("%s: %w", what, x.staleLockError(waited, err))
 		}
-		x.out.note(fmt.Sprintf("%s: state locked by %s; waited %s, up to %s more", what, x.rec.stateLock, waited.Round(time.Second), remaining.Round(time.Second)))
+		by := "by " + x.rec.stateLock.String()
+		if x.rec.stateLock == nil {
+			by = "(the engine named no holder)"
+		}
+		x.out.note(fmt.Sprintf("%s: state locked %s; waited %s, up to %s more", what, by, waited.Round(time.Second), remaining.Round(time.Second)))
 		if step == 0 {
 			step = lockFirstStep
 		} else {
@@ -161,19 +165,20 @@ func (x *unitRun) instanceWait(w workdir.LockWait) {
 }
 
 // staleLockError says who holds the lock, since when, and exactly how to
-// release it if that holder is gone.
+// release it if that holder is gone. The shell command is a line of its
+// own, so that it can be copied whole; what terraform said is on the
+// line after it.
 func (x *unitRun) staleLockError(waited time.Duration, cause error) error {
 	l := x.rec.stateLock
 	if l == nil {
 		return fmt.Errorf("%w by a holder the backend does not name; gave up after %s: %s", ErrStateLocked, waited.Round(time.Second), stateLockMarker)
 	}
-	if l.Created.IsZero() {
-		return fmt.Errorf("%w by lock %s (the backend does not say who holds it or since when); gave up after %s. If that run is gone the lock is stale: release it with runner.ForceUnlock(ctx, unit, %q) or: %s: %s",
-			ErrStateLocked, l.ID, waited.Round(time.Second), l.ID, x.forceUnlockCommand(l.ID), stateLockMarker)
+	holder, stale := fmt.Sprintf("lock %s (the backend does not say who holds it or since when)", l.ID), "is stale"
+	if !l.Created.IsZero() {
+		holder, stale = fmt.Sprintf("%s (%s ago)", l, time.Since(l.Created).Round(time.Second)), "may be stale"
 	}
-	age := fmt.Sprintf(" (%s ago)", time.Since(l.Created).Round(time.Second))
-	return fmt.Errorf("%w by %s%s; gave up after %s. If that run is gone the lock may be stale: release it with runner.ForceUnlock(ctx, unit, %q) or: %s: %s",
-		ErrStateLocked, l, age, waited.Round(time.Second), l.ID, x.forceUnlockCommand(l.ID), stateLockMarker)
+	return fmt.Errorf("%w by %s; gave up after %s: %s.\nIf that run is gone the lock %s: release it with runner.ForceUnlock(ctx, unit, %q), or run:\n\n    %s",
+		ErrStateLocked, holder, waited.Round(time.Second), stateLockMarker, stale, l.ID, x.forceUnlockCommand(l.ID))
 }
 
 // forceUnlockCommand is the shell command that releases lock id as it is

@@ -44,9 +44,13 @@ type unitRun struct {
 	sources map[string]string
 	unknown []string
 	root    *rootConfig // the root module's configuration, read once per unit (readRootConfig)
-	out     *unitOutput
-	env     map[string]string
-	tf      *tfcmd.Process
+	// generated are the files generated into the workdir (the spec's
+	// and Generate's), by the names the unit gave them: a saved plan's
+	// record keeps a part for each.
+	generated map[string][]byte
+	out       *unitOutput
+	env       map[string]string
+	tf        *tfcmd.Process
 
 	user       *cliconfig.File // the CLI config the unit's terraform would read on its own
 	userDigest string          // its digest, for the init record
@@ -86,6 +90,7 @@ func (rs *runState) runUnit(ctx context.Context, i int) (rec unitRecord, out pip
 		maps.Copy(spec.Files, files)
 	}
 	x.moduleSources(&spec)
+	x.generated = spec.Files
 	t0 := time.Now()
 	w, err := rs.cfg.workdirs.Prepare(workdir.WithLockWait(ctx, x.instanceWait), spec)
 	if err != nil {

@@ -58,6 +58,11 @@ type planMeta struct {
 	Inputs   string    `json:"inputs"`    // unitRun.planInputs: workspace, file contents, TF_VAR_*, TF_CLI_ARGS, TF_CLI_ARGS_plan, TF_CLI_ARGS_init
 	Destroy  bool      `json:"destroy"`
 	Created  time.Time `json:"created"`
+	// Parts are Digest, Args and Inputs per named input (planParts), so
+	// a stale plan's error names the inputs that changed. A record of an
+	// older version has none (and a bundle of one: omitempty keeps its
+	// manifest's digest).
+	Parts map[string]string `json:"parts,omitempty"`
 }
 
 func (x *unitRun) applyingPath() string {
@@ -145,8 +150,8 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) (out stepOutcome, 
 }
 
 func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
-	m := planMeta{Digest: x.w.Digest, Engine: engineID(x.rs.eng), Destroy: destroy, Created: time.Now().UTC(),
-		Args: planArgsDigest(x.u), Inputs: x.planInputs()}
+	m := x.planMade()
+	m.Destroy, m.Created = destroy, time.Now().UTC()
 	var err error
 	if m.Plan, err = treesum.HashFile(file); err != nil {
 		return m, fmt.Errorf("hash saved plan: %w", err)
@@ -158,6 +163,20 @@ func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
 	return m, err
 }
 
+// planMade is what a plan made now would be made from: the workdir's
+// digest, the engine, the arguments and the inputs, with their parts.
+func (x *unitRun) planMade() planMeta {
+	p := parts{}
+	// The workdir's digest, per part: what the source decides, and each
+	// generated file (the names the spec gives them).
+	p.add("the component's files", []byte(x.w.SourceDigest))
+	for name, data := range x.generated {
+		p.add("generated file "+name, data)
+	}
+	return planMeta{Digest: x.w.Digest, Engine: engineID(x.rs.eng),
+		Args: planArgsDigest(x.u, p), Inputs: x.planInputs(p), Parts: p.sums()}
+}
+
 // checkSavedPlan refuses a saved plan that is missing or stale. The
 // pipeline calls it before anything else runs for the unit (modules,
 // providers, init), so that a refused plan changes nothing in the
@@ -167,18 +186,18 @@ func (x *unitRun) checkSavedPlan(destroy, checkLock bool) (planMeta, error) {
 	_, file, _, metaFile := x.planPaths()
 	b, err := os.ReadFile(metaFile)
 	if errors.Is(err, os.ErrNotExist) {
-		return planMeta{}, fmt.Errorf("%w for unit %s: run SavePlan first (%s)", ErrNoPlan, x.id, metaFile)
+		return planMeta{}, fmt.Errorf("%w: run SavePlan first (%s)", ErrNoPlan, metaFile)
 	}
 	if err != nil {
 		return planMeta{}, fmt.Errorf("read %s: %w", metaFile, err)
 	}
 	var saved planMeta
 	if err := json.Unmarshal(b, &saved); err != nil {
-		return planMeta{}, fmt.Errorf("%w for unit %s: unreadable record %s: %w", ErrStalePlan, x.id, metaFile, err)
+		return planMeta{}, fmt.Errorf("%w: unreadable record %s: %w", ErrStalePlan, metaFile, err)
 	}
 	now, err := x.planMeta(file, saved.Destroy)
 	if errors.Is(err, os.ErrNotExist) {
-		return planMeta{}, fmt.Errorf("%w for unit %s: the plan file %s is gone", ErrNoPlan, x.id, file)
+		return planMeta{}, fmt.Errorf("%w: the plan file %s is gone", ErrNoPlan, file)
 	}
 	if err != nil {
 		return planMeta{}, err
@@ -187,14 +206,14 @@ func (x *unitRun) checkSavedPlan(destroy, checkLock bool) (planMeta, error) {
 		now.LockFile = saved.LockFile
 	}
 	if why := staleness(saved, now, destroy); why != "" {
-		return planMeta{}, fmt.Errorf("%w for unit %s: %s since it was saved at %s; run SavePlan again", ErrStalePlan, x.id, why, saved.Created.Format(time.RFC3339))
+		return planMeta{}, fmt.Errorf("%w: %s; run SavePlan again", ErrStalePlan, why)
 	}
 	if b, err := os.ReadFile(x.applyingPath()); err == nil {
 		var a planApplying
 		if json.Unmarshal(b, &a) != nil || a.Plan == saved.Plan {
-			return planMeta{}, fmt.Errorf("%w for unit %s: an earlier apply of this plan (pid %d on %s, started %s) never finished "+
+			return planMeta{}, fmt.Errorf("%w: an earlier apply of this plan (pid %d on %s, started %s) never finished "+
 				"and may have changed infrastructure; applying it again could do the same changes twice: run SavePlan again",
-				ErrStalePlan, x.id, a.PID, a.Host, a.Started.Format(time.RFC3339))
+				ErrStalePlan, a.PID, a.Host, a.Started.Format(time.RFC3339))
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return planMeta{}, fmt.Errorf("read %s: %w", x.applyingPath(), err)
@@ -234,7 +253,7 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) (out stepOutcome,
 			// The state moved on since the plan was made: it was applied
 			// already (here, or from a bundle on another machine), or
 			// something else changed the state.
-			return out, fmt.Errorf("%w for unit %s: the state changed since the plan was made (already applied, here or on another machine?); run SavePlan again: %w", ErrStalePlan, x.id, err)
+			return out, fmt.Errorf("%w: the state changed since the plan was made (already applied, here or on another machine?); run SavePlan again: %w", ErrStalePlan, err)
 		}
 		return out, x.keepErroredState(err)
 	}
@@ -254,7 +273,9 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) (out stepOutcome,
 const staleSavedPlan = "Saved plan is stale"
 
 // staleness says what changed between a saved plan's record and now, ""
-// when nothing did.
+// when nothing did: the inputs that differ, by name (changedParts),
+// never their values. A record of an older version names no inputs: it
+// says which of its digests differ.
 func staleness(saved, now planMeta, wantDestroy bool) string {
 	var why []string
 	if saved.Destroy != wantDestroy {
@@ -267,20 +288,37 @@ func staleness(saved, now planMeta, wantDestroy bool) string {
 	if saved.Plan != now.Plan {
 		why = append(why, "the plan file changed")
 	}
-	if saved.Digest != now.Digest {
-		why = append(why, "the component's files or generated files changed")
+	var changed []string
+	if saved.Engine != now.Engine {
+		changed = append(changed, fmt.Sprintf("engine version (%s, now %s)", saved.Engine, now.Engine))
 	}
 	if saved.LockFile != now.LockFile {
-		why = append(why, "the dependency lock file changed")
+		changed = append(changed, "lock file")
+	}
+	var digests []string // the digests that differ, for a record that cannot say more
+	if saved.Digest != now.Digest {
+		digests = append(digests, "the component's files or generated files")
 	}
 	if saved.Args != now.Args {
-		why = append(why, "the unit's arguments or environment changed")
+		digests = append(digests, "the unit's arguments or environment")
 	}
 	if saved.Inputs != now.Inputs {
-		why = append(why, "the workspace, a var or -backend-config file's content, or TF_VAR_*, TF_CLI_ARGS, TF_CLI_ARGS_plan or TF_CLI_ARGS_init changed")
+		digests = append(digests, "the workspace, var or -backend-config files, or TF_VAR_*/TF_CLI_ARGS*")
 	}
-	if saved.Engine != now.Engine {
-		why = append(why, fmt.Sprintf("terraform changed (%s, now %s)", saved.Engine, now.Engine))
+	at := saved.Created.Format(time.RFC3339)
+	if len(digests) > 0 {
+		names := changedParts(saved.Parts, now.Parts)
+		switch {
+		case saved.Parts == nil:
+			why = append(why, fmt.Sprintf("%s changed since a record of an older version (saved at %s, naming no input)", strings.Join(digests, "; "), at))
+		case len(names) == 0:
+			changed = append(changed, digests...) // no part tells: never say nothing
+		default:
+			changed = append(changed, names...)
+		}
+	}
+	if len(changed) > 0 {
+		why = append(why, fmt.Sprintf("%s changed since it was saved at %s", strings.Join(changed, ", "), at))
 	}
 	return strings.Join(why, "; ")
 }
@@ -289,15 +327,27 @@ func staleness(saved, now planMeta, wantDestroy bool) string {
 // workdir: its plan arguments (variables, var files, targets,
 // replacements, refresh; not -out or the lock timeout, which change from
 // run to run) and its Env, but for what cannot change the plan
-// (planReadsEnv: TF_CLI_ARGS_apply and the like).
-func planArgsDigest(u *Unit) string {
-	fp := newFingerprint()
-	for _, a := range u.Args.planCmd("", false, "").Args {
-		fp.addString("arg", a)
+// (planReadsEnv: TF_CLI_ARGS_apply and the like). Each argument's part
+// goes to p under its flag ("argument -target"), a -var under its
+// variable's name ("-var region"): never a value.
+func planArgsDigest(u *Unit, p parts) string {
+	fp := newFingerprintParts(p)
+	args := u.Args.planCmd("", false, "").Args
+	for i, a := range args {
+		switch {
+		case a == "-var":
+			fp.addString("arg", a) // its NAME=VALUE names it
+		case i > 0 && args[i-1] == "-var":
+			name, _, _ := strings.Cut(a, "=")
+			fp.addPart("arg", "-var "+name, []byte(a))
+		default:
+			flag, _, _ := strings.Cut(a, "=")
+			fp.addPart("arg", "argument "+flag, []byte(a))
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
 		if planReadsEnv(k) {
-			fp.addString("env "+k, u.Env[k])
+			fp.addPart("env "+k, envLabel(k), []byte(u.Env[k]))
 		}
 	}
 	return fp.sum()

@@ -86,11 +86,12 @@ func TestSavePlanApplyPlan(t *testing.T) {
 
 	rep, err = r.Run(testCtx(t), ApplyPlan, units...)
 	require.ErrorIs(t, err, ErrStalePlan)
+	require.Equal(t, 1, strings.Count(err.Error(), stale), "the Run's error names the unit, once: %v", err)
 	for i, res := range rep.Results {
 		if res.Unit == stale {
 			require.Equal(t, Failed, res.Status)
 			require.ErrorIs(t, res.Err, ErrStalePlan)
-			require.ErrorContains(t, res.Err, stale, "the error names the unit")
+			require.ErrorContains(t, res.Err, "the component's files changed since it was saved")
 			// Not re-planned, nothing applied.
 			_, err := os.Stat(statePath[res.Unit])
 			require.ErrorIs(t, err, os.ErrNotExist, "the stale unit was applied")
@@ -195,9 +196,10 @@ func TestApplyPlanRefusesChangedArgs(t *testing.T) {
 	changes := []struct {
 		name         string
 		saved, later Args
+		want         string // what the error names
 	}{
-		{"vars", Args{Vars: map[string]string{"name": "one"}}, Args{Vars: map[string]string{"name": "two"}}},
-		{"targets", Args{Vars: map[string]string{"name": "one"}}, Args{Vars: map[string]string{"name": "one"}, Targets: []string{"output.name"}}},
+		{"vars", Args{Vars: map[string]string{"name": "one"}}, Args{Vars: map[string]string{"name": "two"}}, "-var name changed"},
+		{"targets", Args{Vars: map[string]string{"name": "one"}}, Args{Vars: map[string]string{"name": "one"}, Targets: []string{"output.name"}}, "argument -target (added) changed"},
 	}
 	for _, c := range changes {
 		t.Run(c.name, func(t *testing.T) {
@@ -208,6 +210,7 @@ func TestApplyPlanRefusesChangedArgs(t *testing.T) {
 			rep, err := r.Run(testCtx(t), ApplyPlan, u)
 			require.NotNil(t, rep)
 			require.ErrorIs(t, err, ErrStalePlan, "a plan saved with other arguments was applied (output name = %s)", rep.Results[0].Outputs["name"].Value)
+			require.ErrorContains(t, err, c.want)
 		})
 	}
 }

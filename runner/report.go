@@ -97,8 +97,17 @@ type Result struct {
 	// failed dependency (ErrDependencyFailed), fail-fast (ErrFailFast),
 	// a Stop (ErrStopped) or the Run's context (its cause, e.g.
 	// context.Canceled).
-	Started  bool
+	Started bool
+	// Duration is the unit's run (End - Start), its waits for memory and
+	// retries included.
 	Duration time.Duration
+	// Start and End are when the unit's run began and ended; both zero
+	// for a unit that never started.
+	Start, End time.Time
+	// SkippedFor is, for a unit Skipped because a unit it depends on
+	// failed (ErrDependencyFailed), the ID of that failed unit, which
+	// may be a dependency of a dependency; "" otherwise.
+	SkippedFor string
 	// LockWait is the time spent waiting for locks held by others: the
 	// instance lock of the workdir (not the refresh of its files) and
 	// terraform state locks.
@@ -270,7 +279,9 @@ type StateLock struct {
 // String describes the holder in one line.
 func (l *StateLock) String() string {
 	if l == nil {
-		return "unknown holder"
+		// Not a holder's name: terraform's lock error named none (the pg
+		// backend, or the lock was let go between two attempts).
+		return "the holder is not known (the engine named none)"
 	}
 	s := "ID " + l.ID
 	if l.Who != "" {

@@ -46,6 +46,7 @@ type resultParts struct {
 	unit     string          // the unit's ID; set when the unit is queued
 	done     *queue.Outcome  // the queue's verdict; nil while the unit waits
 	duration time.Duration   // the unit's run under the memory gate, its retries included
+	start    time.Time       // when that run began; zero until the unit starts
 	cpuWait  time.Duration   // cpuGate.waitedFor
 	mem      memUse          // memGate.run
 	rec      unitRecord      // the pipeline's steps (runUnit)
@@ -69,6 +70,7 @@ func buildResult(p resultParts) Result {
 		Unit:           p.unit,
 		Status:         Queued,
 		Duration:       p.duration,
+		Start:          p.start,
 		LockWait:       p.rec.instanceWait + p.rec.stateWait,
 		StateLock:      p.rec.stateLock,
 		RecoveredLocks: p.rec.recovered,
@@ -93,6 +95,10 @@ func buildResult(p resultParts) Result {
 	}
 	if p.done != nil {
 		r.Status, r.Err, r.Started = outcome(*p.done)
+		r.SkippedFor = p.done.SkippedFor
+		if !p.start.IsZero() {
+			r.End = p.start.Add(p.duration)
+		}
 	}
 	return r
 }

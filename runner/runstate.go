@@ -58,6 +58,12 @@ type runState struct {
 	// selection: a unit there whose state holds none of the outputs its
 	// configuration declares has not been applied (ErrNotApplied).
 	outsideOutputs []bool
+	// plannedOutputs marks the Output pass before a Plan or SavePlan
+	// over dependencies that this Run plans: one whose state holds none
+	// of the outputs its configuration declares has never been applied,
+	// and its outputs are not known until it is (ErrNotApplied), so its
+	// dependents are not planned against an empty map.
+	plannedOutputs []bool
 	em             *emitter
 	out            *combined
 	mem            *memGate // the memory budget, and each unit's measured memory
@@ -240,7 +246,7 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 				p.rec, p.out, err = rs.runUnitSafely(ctx, i)
 				return err
 			})
-			p.mem, p.duration, p.cpuWait = mem, time.Since(start), rs.cpu.waitedFor(i)
+			p.mem, p.start, p.duration, p.cpuWait = mem, start, time.Since(start), rs.cpu.waitedFor(i)
 			return err
 		},
 		func(i int, o queue.Outcome) {
@@ -318,6 +324,10 @@ func (rs *runState) depResults(i int) map[string]Result {
 		pre, read := rs.depOutputs[d]
 		ran := inOrder && (rs.results[d].Started || rs.results[d].Status != Queued)
 		switch {
+		case read && errors.Is(pre.Err, ErrNotApplied):
+			// Its outputs are not known (plannedOutputs): the dependent
+			// fails naming it, whatever the command did with it.
+			out[rs.g.ID(d)] = pre
 		case ran && read:
 			p := rs.parts[d]
 			p.given = pre.Outputs

@@ -54,6 +54,14 @@ type Unit struct {
 	// dependencies' step results. The files it returns are generated into
 	// the workdir on top of Workdir.Files. An error fails the unit before
 	// anything runs.
+	//
+	// A dependency whose outputs are not known is never given as an empty
+	// map: when its state holds none of the outputs its configuration
+	// declares (it has never been applied), a dependency outside the
+	// Run's selection, and under Plan and SavePlan a dependency planned
+	// in the same Run, fail the unit with ErrNotApplied naming the
+	// dependency, before Generate is called. Apply the dependency first
+	// (Apply, or ApplyPlan of its saved plan), then plan the unit.
 	Generate func(ctx context.Context, deps map[string]Result) (map[string][]byte, error)
 }
 
@@ -83,7 +91,12 @@ type Args struct {
 	// the component directory, or absolute) or KEY=VALUE pairs.
 	BackendConfig []string
 	// Reconfigure passes init -reconfigure: a changed backend is taken
-	// as is, and the state of the old one is left where it is.
+	// as is, and the state of the old one is left where it is. It does
+	// not force init: init runs, with -reconfigure, only when the backend
+	// configuration or anything else init depends on changed since the
+	// instance's last successful init (or there is no record of one), so
+	// a host that sets it on every command (atmos's
+	// init_run_reconfigure) pays no init per unit per command.
 	Reconfigure bool
 	// MigrateState passes init -migrate-state -force-copy when the backend
 	// changed: state moves to the new backend.

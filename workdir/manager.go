@@ -160,6 +160,13 @@ type Workdir struct {
 	// to refuse a saved plan made from other content, or to skip work when
 	// nothing changed.
 	Digest string
+	// SourceDigest is the part of Digest that the source decides: the
+	// layout and every file copied from the source (the seeded lock file
+	// included), without the generated files. Two Prepares with equal
+	// SourceDigests and different Digests differ in generated files
+	// only; a record can so tell "the component's files changed" from "a
+	// generated file changed". A lowercase hex SHA-256, like Digest.
+	SourceDigest string
 
 	lock      *instanceLock
 	rule      modtree.Files // Spec.Engine's configuration rule
@@ -400,16 +407,17 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}
 	return &Workdir{
-		ID:       id,
-		Dir:      dir,
-		DataDir:  instanceDataDir(home),
-		Home:     home,
-		LockFile: lk.path,
-		LockWait: lk.waited,
-		Holder:   lk.waitedFor,
-		Digest:   digest(st, c.files),
-		lock:     lk,
-		rule:     c.rule,
+		ID:           id,
+		Dir:          dir,
+		DataDir:      instanceDataDir(home),
+		Home:         home,
+		LockFile:     lk.path,
+		LockWait:     lk.waited,
+		Holder:       lk.waitedFor,
+		Digest:       digest(st, c.files),
+		SourceDigest: st.Materialized,
+		lock:         lk,
+		rule:         c.rule,
 	}, nil
 }
 

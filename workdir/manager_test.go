@@ -219,3 +219,29 @@ func TestDigest(t *testing.T) {
 	testenv.WriteTree(t, src, map[string]string{".terraform.lock.hcl": "# seed v2\n"})
 	require.NotEqual(t, d1, digestOf(s))
 }
+
+// SourceDigest is Digest without the generated files: a generated file
+// changes Digest alone, a source file both.
+func TestSourceDigest(t *testing.T) {
+	src := t.TempDir()
+	testenv.WriteTree(t, src, component)
+	m := newManager(t)
+	s := Spec{Stack: "s", Instance: "i", Source: src, Files: map[string][]byte{"x.auto.tfvars.json": []byte(`{"a":1}`)}}
+	digests := func(s Spec) (string, string) {
+		t.Helper()
+		w, err := m.Prepare(context.Background(), s)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		require.Len(t, w.SourceDigest, 64)
+		return w.Digest, w.SourceDigest
+	}
+	d1, s1 := digests(s)
+	s.Files = map[string][]byte{"x.auto.tfvars.json": []byte(`{"a":2}`)}
+	d2, s2 := digests(s)
+	require.NotEqual(t, d1, d2)
+	require.Equal(t, s1, s2, "a generated file is not the source's")
+	testenv.WriteTree(t, src, map[string]string{"extra.tf": `variable "e" {}`})
+	d3, s3 := digests(s)
+	require.NotEqual(t, d2, d3)
+	require.NotEqual(t, s2, s3)
+}

@@ -19,6 +19,9 @@ type Outcome struct {
 	Err error
 	// Started reports that run was called for this unit.
 	Started bool
+	// SkippedFor is, for a unit Skipped because a unit it depends on
+	// (directly or not) failed, that unit's ID; "" otherwise.
+	SkippedFor string
 }
 
 // Run runs the selected units (sel from Select; nil means all) under p and
@@ -198,7 +201,7 @@ func (g *Graph) Run(ctx context.Context, sel []bool, p Policy, drain <-chan stru
 		case o.Status == Failed && stopErr == nil:
 			err := fmt.Errorf("%w: %w: %s did not succeed", ErrSkipped, ErrDependencyFailed, g.ids[i])
 			for _, d := range g.downstream(i, after, final) {
-				settle(d, Outcome{Status: Skipped, Err: err})
+				settle(d, Outcome{Status: Skipped, Err: err, SkippedFor: g.ids[i]})
 			}
 		}
 		// Otherwise (Canceled, or a failure once the run is stopping:
