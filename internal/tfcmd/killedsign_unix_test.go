@@ -70,7 +70,9 @@ func TestKilledSignIsTheLastWrite(t *testing.T) {
 	require.False(t, sign.After(killedAt), "sign %s, killed at %s", sign, killedAt)
 	require.False(t, sign.Before(before.Add(-10*time.Millisecond)), "sign %s, run began %s", sign, before)
 
-	// A process that ends by itself leaves the last sign as it was.
+	// A process that ends by itself leaves the last sign as it was (a
+	// Kill of its own: the first one's is closed, and would kill it).
+	p.Kill = make(chan struct{})
 	require.NoError(t, os.WriteFile(engine, []byte("#!/bin/sh\necho fine\n"), 0o755))
 	_, err = p.Run(ctx, Validate(ValidateOptions{}))
 	require.NoError(t, err)
