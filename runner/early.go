@@ -24,14 +24,18 @@ import (
 // module's source and version may be built from input variables and
 // locals, evaluated at init. The runner then gives init and get the
 // unit's variables, and what init depends on includes the values those
-// expressions read. The runner does not evaluate the expressions itself:
-// it follows their references (locals transitively) to the variables,
-// and takes each variable's declaration default and the value the unit
-// gives it, with terraform's precedence (TF_VAR_NAME, terraform.tfvars,
+// expressions read. For the records the runner does not evaluate the
+// expressions: it follows their references (locals transitively) to the
+// variables, and takes each variable's declaration default and the value
+// the unit gives it, with terraform's precedence (TF_VAR_NAME, terraform.tfvars,
 // terraform.tfvars.json, *.auto.tfvars[.json] in name order,
 // Args.VarFiles in order, Args.Vars), as text. Two ways of writing one
 // value (a -var and the same string in a var file) count as a change:
-// init runs once more, and a backend counts as changed.
+// init runs once more, and a backend counts as changed. Only a root
+// module's source is evaluated, so that the workdir holds the local
+// module it selects (moduleSources): from those values, locals and
+// path.module, no functions; what does not evaluate is left to the
+// engine, never guessed.
 
 // earlyRules is what an engine evaluates from the unit's variables
 // before plan, and so which commands besides plan, apply and destroy are
