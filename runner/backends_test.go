@@ -208,7 +208,7 @@ func TestPostgresTwoProcesses(t *testing.T) {
 	}
 
 	// Agent B: another OS process, its own root and cache.
-	waiting := newWatchWriter("[" + gatedID + "] tfisolate: apply: state locked by")
+	waiting := newWatchWriter("[" + gatedID + "] tfisolate: apply: state locked")
 	b := startBackendsChild(t, backendsChildConfig{TF: tf, Root: filepath.Join(dir, "b", "workdirs"),
 		Cache: filepath.Join(dir, "b", "cache"), LockTimeout: 2 * time.Minute, Units: agent("b", "")}, waiting)
 	select {
@@ -244,7 +244,7 @@ func TestPostgresTwoProcesses(t *testing.T) {
 	require.Positive(t, gb.LockWait, "agent B waited for the gated instance's state lock")
 	log, err := os.ReadFile(gb.Log)
 	require.NoError(t, err)
-	require.Contains(t, string(log), "tfisolate: apply: state locked by")
+	require.Contains(t, string(log), "tfisolate: apply: state locked")
 	require.Contains(t, string(log), "state lock acquired after waiting")
 	require.NotContains(t, string(log), "Error acquiring the state lock")
 	require.NotContains(t, waiting.String(), "Error acquiring the state lock")
