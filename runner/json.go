@@ -109,7 +109,7 @@ func fromJSONWait(j *jsonWait) *Wait {
 //	   "instance": {"pid": 4242, "host": "ci-7", "since": "..."},
 //	   "waited_seconds": 12.5, "next_seconds": 8, "done": false},
 //	 "memory_bytes": 629145600, "memory_wait_seconds": 4.5,
-//	 "fallback": {"provider": "registry.terraform.io/hashicorp/aws",
+//	 "fallback": {"provider": "registry.example/hashicorp/aws",
 //	   "version": "6.0.0", "platform": "linux_amd64",
 //	   "source": "network mirror https://mirror.internal:8443/",
 //	   "listing": true, "error": "...", "used": "provider registry"}}
