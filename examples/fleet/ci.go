@@ -2,7 +2,7 @@
 // machines as processes of this binary (the mirror, then each wave's
 // apply jobs at once), runs the plan job, carries the artifact and prints
 // what every machine says. In a real fleet your CI system does all this
-// (README, "A CI recipe"); main.go holds what each machine runs.
+// (docs/fleet.md, "A CI recipe"); main.go holds what each machine runs.
 
 package main
 
@@ -24,6 +24,67 @@ import (
 	"sync"
 	"time"
 )
+
+// jobEnv and mirrorEnv carry a process's orders and make it an apply job
+// or the mirror; keyEnv carries the bundles' HMAC key (a CI secret).
+const (
+	jobEnv    = "TFISOLATE_EXAMPLE_FLEET_JOB"
+	mirrorEnv = "TFISOLATE_EXAMPLE_FLEET_MIRROR"
+	keyEnv    = "TFISOLATE_EXAMPLE_FLEET_KEY"
+)
+
+// job is what the CI system tells a machine: its own root, the fleet's
+// provider mirror, where the artifact is, its IDs; Env holds the
+// stand-ins, the shared state backend's address among them.
+type job struct {
+	Root, Mirror, MirrorCert, Artifact string
+	IDs                                []string
+	Env                                *offline // offline.go's stand-ins
+}
+
+// runMachine is the machine whose orders the environment holds (the
+// mirror or an apply job), or else the whole fleet (run).
+func runMachine(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	if spec, ok := os.LookupEnv(mirrorEnv); ok {
+		return serveMirror(spec, stdin, stdout)
+	}
+	if spec, ok := os.LookupEnv(jobEnv); ok {
+		return runApplyJob(ctx, spec, stdout)
+	}
+	return run(ctx, args, stdout)
+}
+
+// runApplyJob is the apply job whose orders spec holds, its key from
+// keyEnv.
+func runApplyJob(ctx context.Context, spec string, stdout io.Writer) error {
+	var j job
+	key, err := hex.DecodeString(os.Getenv(keyEnv))
+	if jerr := json.Unmarshal([]byte(spec), &j); jerr != nil || j.Env == nil || err != nil || len(key) == 0 {
+		return fmt.Errorf("want a job's JSON in %s and the plan key in hex in %s", jobEnv, keyEnv)
+	}
+	return applyJob(ctx, j, key, stdout)
+}
+
+// serveMirror is the mirror whose orders spec holds: its cache served on
+// loopback, its URL printed, until stop closes.
+func serveMirror(spec string, stop io.Reader, stdout io.Writer) error {
+	var m job
+	if err := json.Unmarshal([]byte(spec), &m); err != nil || m.Env == nil {
+		return fmt.Errorf("want the mirror's JSON in %s: %v", mirrorEnv, err)
+	}
+	h, err := mirror(m)
+	if err != nil {
+		return err
+	}
+	url, closeMirror, err := serveTLS(h, m.MirrorCert) // offline.go
+	if err != nil {
+		return err
+	}
+	defer closeMirror()
+	fmt.Fprintln(stdout, url)
+	_, err = io.Copy(io.Discard, stop)
+	return err
+}
 
 // run is the fleet: the mirror, the plan job, the artifact, the apply
 // jobs wave by wave.

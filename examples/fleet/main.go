@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -17,33 +16,11 @@ import (
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
-// jobEnv and mirrorEnv carry a process's orders and make it an apply job
-// or the mirror; keyEnv carries the bundles' HMAC key (a CI secret).
-const (
-	jobEnv    = "TFISOLATE_EXAMPLE_FLEET_JOB"
-	mirrorEnv = "TFISOLATE_EXAMPLE_FLEET_MIRROR"
-	keyEnv    = "TFISOLATE_EXAMPLE_FLEET_KEY"
-)
-
-// job is what the CI system tells a machine: its own root, the fleet's
-// provider mirror, where the artifact is, its IDs; Env holds the
-// stand-ins, the shared state backend's address among them.
-type job struct {
-	Root, Mirror, MirrorCert, Artifact string
-	IDs                                []string
-	Env                                *offline // offline.go's stand-ins
-}
-
+// main runs the fleet, or the machine (the mirror, an apply job) that
+// the CI stand-in, ci.go, started this binary as.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	var err error
-	if spec, ok := os.LookupEnv(mirrorEnv); ok {
-		err = serveMirror(spec, os.Stdin, os.Stdout)
-	} else if spec, ok := os.LookupEnv(jobEnv); ok {
-		err = applyJob(ctx, spec, os.Stdout)
-	} else {
-		err = run(ctx, os.Args[1:], os.Stdout)
-	}
+	err := runMachine(ctx, os.Args[1:], os.Stdin, os.Stdout)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
@@ -72,12 +49,7 @@ func planJob(ctx context.Context, j job, key []byte) (runner.FanOutPlan, error) 
 }
 
 // applyJob is one apply job: import its bundles, apply exactly them.
-func applyJob(ctx context.Context, spec string, stdout io.Writer) error {
-	var j job
-	key, err := hex.DecodeString(os.Getenv(keyEnv))
-	if jerr := json.Unmarshal([]byte(spec), &j); jerr != nil || j.Env == nil || err != nil || len(key) == 0 {
-		return fmt.Errorf("want a job's JSON in %s and the plan key in hex in %s", jobEnv, keyEnv)
-	}
+func applyJob(ctx context.Context, j job, key []byte, stdout io.Writer) error {
 	r, err := machine(j)
 	if err != nil {
 		return err
@@ -96,29 +68,18 @@ func applyJob(ctx context.Context, spec string, stdout io.Writer) error {
 	return err
 }
 
-// serveMirror is the fleet's provider mirror: a cache filled from
-// upstream, served to the machines until stop closes.
-func serveMirror(spec string, stop io.Reader, stdout io.Writer) error {
-	var m job
-	if err := json.Unmarshal([]byte(spec), &m); err != nil || m.Env == nil {
-		return fmt.Errorf("want the mirror's JSON in %s: %v", mirrorEnv, err)
-	}
+// mirror is the fleet's provider mirror: a cache filled from upstream,
+// served to the machines (yours: an http.Server with your certificate).
+func mirror(m job) (http.Handler, error) {
 	upstream, err := m.Env.cacheOptions() // offline.go; yours: none, or your registry
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cache, err := pluginc.Open(filepath.Join(m.Root, "plugin-cache"), upstream...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	url, closeMirror, err := serveTLS(cache.MirrorHandler(), m.MirrorCert) // offline.go; yours: http.ListenAndServeTLS
-	if err != nil {
-		return err
-	}
-	defer closeMirror()
-	fmt.Fprintln(stdout, url)
-	_, err = io.Copy(io.Discard, stop)
-	return err
+	return cache.MirrorHandler(), nil
 }
 
 // machine is one CI machine's runner: its own workdirs, and its own cache
@@ -143,7 +104,6 @@ func machine(j job) (*runner.Runner, error) {
 // state in the fleet's one backend, which every machine reaches: a plan
 // made on one machine is applied on another against the same state
 // (ExportPlan refuses a unit whose state is local to the machine).
-// Yours: your remote backend (S3, say) instead of offline.go's.
 func fleetUnits(env *offline) (units []runner.Unit) {
 	for i := range 13 {
 		instance, source := fmt.Sprintf("elasticache/redis-cluster-%d", i), env.Source
@@ -151,12 +111,9 @@ func fleetUnits(env *offline) (units []runner.Unit) {
 			instance, source = "network/vpc", env.VPCSource
 		}
 		name := "plat-ue2-dev-" + strings.ReplaceAll(instance, "/", "-")
-		state := env.State + "/" + name
-		backend, _ := json.Marshal(map[string]any{"terraform": map[string]any{"backend": map[string]any{
-			"http": map[string]string{"address": state, "lock_address": state, "unlock_address": state}}}})
 		units = append(units, runner.Unit{ID: "plat-ue2-dev/" + instance, Workdir: workdir.Spec{
 			Stack: "plat-ue2-dev", Instance: instance, Source: source, Files: map[string][]byte{
-				"backend.tf.json":            backend,
+				"backend.tf.json":            env.backend(name), // offline.go; yours: S3, say
 				"terraform.auto.tfvars.json": fmt.Appendf(nil, `{"name": %q, "latency_seconds": 0}`, name)}}})
 		if i > 0 {
 			units[i].DependsOn = []string{units[0].ID}

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 		err = serveMirror(spec, os.Stdin, os.Stdout)
 	} else if spec, ok := os.LookupEnv(jobEnv); ok {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err = applyJob(ctx, spec, os.Stdout)
+		err = runApplyJob(ctx, spec, os.Stdout)
 		stop()
 	} else {
 		os.Exit(m.Run())
@@ -169,7 +169,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 func TestRejectsBadOrders(t *testing.T) {
 	require.ErrorContains(t, serveMirror("{not json", nil, &bytes.Buffer{}), mirrorEnv)
 	t.Setenv(keyEnv, "00")
-	require.ErrorContains(t, applyJob(context.Background(), "{not json", &bytes.Buffer{}), jobEnv)
+	require.ErrorContains(t, runApplyJob(context.Background(), "{not json", &bytes.Buffer{}), jobEnv)
 	t.Setenv(keyEnv, "not hex")
-	require.ErrorContains(t, applyJob(context.Background(), `{"Env": {}}`, &bytes.Buffer{}), keyEnv)
+	require.ErrorContains(t, runApplyJob(context.Background(), `{"Env": {}}`, &bytes.Buffer{}), keyEnv)
 }

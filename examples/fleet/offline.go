@@ -174,6 +174,15 @@ func (s *stateServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// backend is the backend.tf.json of the unit whose state is named name:
+// terraform's http backend on the fleet's state server.
+func (o *offline) backend(name string) []byte {
+	state := o.State + "/" + name
+	b, _ := json.Marshal(map[string]any{"terraform": map[string]any{"backend": map[string]any{
+		"http": map[string]string{"address": state, "lock_address": state, "unlock_address": state}}}})
+	return b // a map of strings always marshals
+}
+
 // cacheOptions are a machine's provider cache options for the registry:
 // its protocol, and a client that trusts its CA and dials it on loopback.
 func (o *offline) cacheOptions() ([]pluginc.Option, error) {
