@@ -137,21 +137,21 @@ func workdirSpec(stack, instance, src string, files map[string][]byte) workdir.S
 	return workdir.Spec{Stack: stack, Instance: instance, Source: src, Files: files}
 }
 
-// TestReadmeListsAddedEnvironment: README's "Added:" entry of the engine
-// environment names every variable the SDK adds to a unit's environment
+// TestReadmeListsAddedEnvironment: docs/engines.md's "Added:" entry of the
+// engine environment names every variable the SDK adds to a unit's environment
 // that neither the host's environment nor the unit's Env set: those of
 // unitEnv, TMPDIR (engineEnv) and GOMAXPROCS (internal/tfcmd).
 func TestReadmeListsAddedEnvironment(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "docs", "engines.md"))
 	require.NoError(t, err)
 	m := regexp.MustCompile(`(?s)\n- Added: (.*?)\n(?:- |\n)`).FindSubmatch(b)
-	require.NotNil(t, m, "README has an \"- Added:\" entry")
+	require.NotNil(t, m, "docs/engines.md has an \"- Added:\" entry")
 	added := strings.Join(strings.Fields(string(m[1])), " ")
 	want := []string{"TMPDIR", "GOMAXPROCS"}
 	for k := range unitEnv(nil, nil, "", nil) {
 		want = append(want, k)
 	}
 	for _, k := range want {
-		require.Contains(t, added, "`"+k+"`", "README's Added entry names %s", k)
+		require.Contains(t, added, "`"+k+"`", "docs/engines.md's Added entry names %s", k)
 	}
 }
