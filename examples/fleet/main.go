@@ -16,8 +16,7 @@ import (
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
-// main runs the fleet, or the machine (the mirror, an apply job) that
-// the CI stand-in, ci.go, started this binary as.
+// main runs the fleet, or the machine ci.go started this binary as.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := runMachine(ctx, os.Args[1:], os.Stdin, os.Stdout)
@@ -101,9 +100,8 @@ func machine(j job) (*runner.Runner, error) {
 }
 
 // fleetUnits are the stack's VPC and twelve clusters after it, every
-// state in the fleet's one backend, which every machine reaches: a plan
-// made on one machine is applied on another against the same state
-// (ExportPlan refuses a unit whose state is local to the machine).
+// state in one backend every machine reaches, so a plan made on one is
+// applied on another (ExportPlan refuses state local to a machine).
 func fleetUnits(env *offline) (units []runner.Unit) {
 	for i := range 13 {
 		instance, source := fmt.Sprintf("elasticache/redis-cluster-%d", i), env.Source
