@@ -12,7 +12,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/memory"
 )
 
-// TestCoresKeepTheCoreUntilItsProcessIsMeasured: with one core, a
+// TestCoreGateKeepsTheCoreUntilItsProcessIsMeasured: with one core, a
 // unit admitted to start a terraform process keeps its core through the
 // samples its watch takes before the process runs and the one taken as
 // the process starts (neither measures the process: it has used no
@@ -22,7 +22,7 @@ import (
 // in CI all three units of runner's TestCoreGateHoldsBackWhileBusy were
 // let in and spun at once, and that test waited for a wait that never
 // came.
-func TestCoresKeepTheCoreUntilItsProcessIsMeasured(t *testing.T) {
+func TestCoreGateKeepsTheCoreUntilItsProcessIsMeasured(t *testing.T) {
 	gate, waits := newOneCoreGate()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCoresFreedCoreGoesToTheEarliestUnit: with one core, the units
+// TestCoreGateFreedCoreGoesToTheEarliestUnit: with one core, the units
 // waiting for it get it in the order they first asked for a core, so a
 // unit between its init and its apply goes before a unit that has not
 // started yet.
-func TestCoresFreedCoreGoesToTheEarliestUnit(t *testing.T) {
+func TestCoreGateFreedCoreGoesToTheEarliestUnit(t *testing.T) {
 	gate, waits := newOneCoreGate()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -52,12 +52,12 @@ func TestCoresFreedCoreGoesToTheEarliestUnit(t *testing.T) {
 	require.Positive(t, gate.Waited(0))
 }
 
-// TestCoresCountARunnableUnitBusy: with one core, a sample that
+// TestCoreGateCountsARunnableUnitBusy: with one core, a sample that
 // measures the unit on it at no CPU while a process of it is runnable
 // (a spinning provisioner that a loaded machine starved for the span)
 // keeps the unit's core, and makes a unit measured idle before count
 // again; a sample that finds nothing runnable frees the core.
-func TestCoresCountARunnableUnitBusy(t *testing.T) {
+func TestCoreGateCountsARunnableUnitBusy(t *testing.T) {
 	gate, waits := newOneCoreGate()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -88,7 +88,7 @@ func TestCoresCountARunnableUnitBusy(t *testing.T) {
 
 // A unit waiting for a core stops waiting when its context ends, with
 // the context's cause, and the units behind it move up.
-func TestCoresWaitEndsWithTheContext(t *testing.T) {
+func TestCoreGateWaitEndsWithTheContext(t *testing.T) {
 	gate, waits := newOneCoreGate()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -108,7 +108,7 @@ func TestCoresWaitEndsWithTheContext(t *testing.T) {
 }
 
 // A nil gate is no gate: nothing waits.
-func TestCoresNilNeverWaits(t *testing.T) {
+func TestCoreGateNilNeverWaits(t *testing.T) {
 	var gate *Cores
 	require.NoError(t, gate.Acquire(context.Background(), 0))
 	gate.Release(0)

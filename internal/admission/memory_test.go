@@ -57,7 +57,7 @@ func TestMemoryAdmitsWhatFits(t *testing.T) {
 
 // With nothing running, the next unit starts, even one expected to
 // need more than the whole budget.
-func TestMemoryUnitOverTheBudgetRunsAlone(t *testing.T) {
+func TestMemoryAdmitsAUnitOverTheBudgetAlone(t *testing.T) {
 	m := NewMemory(MemoryConfig{Budget: 100 * mib, Engine: "terraform", Class: ClassPlan, Parallelism: 2,
 		Units: []Unit{{ID: "big", Source: "/src/big", Expected: 300 * mib}, {ID: "small", Source: "/src/small", Expected: mib}}})
 	require.True(t, m.Admit(0, 0))
