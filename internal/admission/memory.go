@@ -59,7 +59,7 @@ type MemoryConfig struct {
 	// samples of each unit's processes feed it.
 	Cores *Cores
 	// Retryable says whether a unit whose attempt failed with err,
-	// killed by the kernel for memory, may run again (once).
+	// killed by the kernel for memory, may run again (once); nil: never.
 	Retryable func(err error) bool
 	OnWait    func(Wait)   // the units' waits for memory; nil: not reported
 	Logger    *slog.Logger // nil: silent
@@ -425,12 +425,11 @@ type Use struct {
 }
 
 // Run runs unit i, admitted (or run without a budget), with its memory
-// watched: attempt is called with the unit's processes, which it hands
-// to Track as it starts them. Run returns what it measured and
-// attempt's error. An attempt the kernel killed for memory (see
-// oomKilled) sets Use.OutOfMemory; it runs again once, when Retryable
-// says so, after it is reported to OnWait, and when fewer units run
-// (readmit).
+// watched: attempt runs the unit once and hands each process it starts
+// to Track. Run returns what it measured and the last attempt's error.
+// An attempt the kernel killed for memory (see oomKilled) sets
+// Use.OutOfMemory; it runs again once, when Retryable says so, after it
+// is reported to OnWait, and when fewer units run (readmit).
 func (m *Memory) Run(ctx context.Context, i int, attempt func(context.Context, int) error) (Use, error) {
 	var use Use
 	for try := 0; ; try++ {
