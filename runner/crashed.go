@@ -169,7 +169,7 @@ func (x *unitRun) reapUnit(ctx context.Context, interrupted bool) {
 	}
 	defer closeLeftovers(found)
 	for _, l := range killLeftovers(found) {
-		x.rs.mem.reaped(x.idx, l.pid) // a SIGKILL of ours, not the kernel's
+		x.rs.mem.Reaped(x.idx, l.pid) // a SIGKILL of ours, not the kernel's
 		x.out.note("killed leftover process " + l.String())
 		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process", "unit", x.id, "pid", l.pid, "exe", l.exe)
 	}
@@ -179,7 +179,7 @@ func (x *unitRun) reapUnit(ctx context.Context, interrupted bool) {
 // in the journal (so a later run finds it if this host dies) and for
 // reapUnit.
 func (x *unitRun) engineStarted(pid int, output string) {
-	x.rs.mem.track(x.idx, pid)
+	x.rs.mem.Track(x.idx, pid)
 	e := journalEngine{PID: pid, Start: procStartTime(pid), Output: output, Began: time.Now()}
 	x.engines = append(x.engines, e)
 	if err := recordEngine(x.w.DataDir, e); err != nil {

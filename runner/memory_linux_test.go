@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/admission"
 	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/memory"
 	"github.com/tfisolate/tfisolate/internal/testprovider/provider"
@@ -132,7 +133,7 @@ func TestMemoryBudgetKeepsUnitsWithinIt(t *testing.T) {
 	require.Positive(t, together, "the sampler saw the units' processes")
 	// Units were admitted in ID order, none overtaking another.
 	require.True(t, slices.IsSorted(ev.admitted), "admitted in order: %v", ev.admitted)
-	require.Equal(t, unmeasuredPeak, ev.waits[0].Memory, "nothing measured yet: the first to wait is expected at the unmeasured size")
+	require.Equal(t, admission.UnmeasuredPeak, ev.waits[0].Memory, "nothing measured yet: the first to wait is expected at the unmeasured size")
 	b, err := json.Marshal(rep.Results[len(rep.Results)-1])
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"memory_peak_bytes":`)

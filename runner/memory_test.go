@@ -6,15 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/engine"
+	"github.com/tfisolate/tfisolate/internal/admission"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/workdir"
 )
@@ -74,31 +72,6 @@ func TestOutOfMemoryErrorWraps(t *testing.T) {
 	require.Contains(t, err.Error(), "no memory budget")
 }
 
-// What terraform says when a plugin died under it, and what it says
-// for errors of its own.
-func TestPluginDiedMessages(t *testing.T) {
-	for _, msg := range []string{
-		"Error: Plugin did not respond\n\nThe plugin encountered an error, and failed to respond to the plugin.(*GRPCProvider).ApplyResourceChange call.",
-		"Error: Request cancelled\n\nThe plugin.(*GRPCProvider).PlanResourceChange request was cancelled.",
-		"rpc error: code = Unavailable desc = error reading from server: EOF",
-		"Error: The terraform-provider-tfitest_v1.0.0 plugin crashed!",
-		// go-plugin's, for a plugin killed while it started.
-		"Error: Failed to load plugin schemas\n\nError while loading schemas for plugin components: Failed to obtain provider schema: " +
-			"Could not load the schema for provider example.test/x/y: failed to instantiate provider \"example.test/x/y\" to obtain schema: " +
-			"Unrecognized remote plugin message: \nFailed to read any lines from plugin's stdout",
-		"failed to instantiate provider \"example.test/x/y\" to obtain schema: plugin exited before we could connect",
-	} {
-		require.True(t, pluginDiedRe.MatchString(msg), msg)
-	}
-	for _, msg := range []string{
-		"Error: Unsupported argument",
-		"Error: Error acquiring the state lock",
-		"Error: Request failed: the upload was cancelled by the user",
-	} {
-		require.False(t, pluginDiedRe.MatchString(msg), msg)
-	}
-}
-
 // Which commands run again after an OOM kill, and which never do.
 func TestOutOfMemoryRetryCoversOnlyCommandsSafeToRepeat(t *testing.T) {
 	notStarted := &tfcmd.Error{Command: "apply", Stderr: "Error: Plugin did not respond"}
@@ -113,26 +86,26 @@ func TestOutOfMemoryRetryCoversOnlyCommandsSafeToRepeat(t *testing.T) {
 		{Apply, notStarted, true}, {Apply, started, false}, {Destroy, started, false},
 		{ApplyPlan, notStarted, false},
 	} {
-		m := &memGate{rs: &runState{cmd: tc.cmd, cfg: &config{}}}
-		require.Equal(t, tc.want, m.retryable(&OutOfMemoryError{Err: tc.err}), "%s changeStarted=%v", tc.cmd, tc.err.(*tfcmd.Error).ChangeStarted)
-		m.rs.cfg.retry.NoOutOfMemoryRetry = true
-		require.False(t, m.retryable(&OutOfMemoryError{Err: tc.err}), "%s with NoOutOfMemoryRetry", tc.cmd)
+		rs := &runState{cmd: tc.cmd, cfg: &config{}}
+		require.Equal(t, tc.want, rs.retryableAfterOOM(tc.err), "%s changeStarted=%v", tc.cmd, tc.err.(*tfcmd.Error).ChangeStarted)
+		rs.cfg.retry.NoOutOfMemoryRetry = true
+		require.False(t, rs.retryableAfterOOM(tc.err), "%s with NoOutOfMemoryRetry", tc.cmd)
 	}
 }
 
-// A record of peaks another user could have written steers nothing.
-func TestMemoryRecordMustBePrivate(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, memoryFile)
-	rec := `{"version":1,"peaks":[{"engine":"terraform","source":"/src/big","bytes":1234}]}`
-	require.NoError(t, os.WriteFile(path, []byte(rec), 0o600))
-	m := &memGate{rs: &runState{cfg: &config{logger: slog.New(slog.DiscardHandler)}, eng: engine.Info{Kind: engine.Terraform}}, path: path}
-	require.Equal(t, []memoryPeak{{Engine: "terraform", Source: "/src/big", Bytes: 1234}}, m.load())
-	require.NoError(t, os.Chmod(path, 0o620))
-	require.Empty(t, m.load(), "a group-writable record is ignored")
-	require.NoError(t, os.Chmod(path, 0o600))
-	require.NoError(t, os.WriteFile(path, []byte(`{"version":7}`), 0o600))
-	require.Empty(t, m.load(), "another version's record is ignored")
+// Each command is admitted by the peaks of commands that use memory
+// alike; a custom step by its own.
+func TestMemClassOf(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  Command
+		want admission.Class
+	}{
+		{Init, admission.ClassRead}, {Validate, admission.ClassRead}, {Output, admission.ClassRead},
+		{Plan, admission.ClassPlan}, {SavePlan, admission.ClassPlan},
+		{Apply, admission.ClassApply}, {ApplyPlan, admission.ClassApply}, {Destroy, admission.ClassApply},
+	} {
+		require.Equal(t, tc.want, memClassOf(tc.cmd), "%s", tc.cmd)
+	}
 }
 
 // memoryChildRole makes the test binary a host that runs Plan over the
@@ -194,87 +167,6 @@ type memoryChildReport struct {
 	// IsOutOfMemory are the units whose error wraps ErrOutOfMemory
 	// (errors.Is in the child).
 	IsOutOfMemory []string
-}
-
-// The record's high-water mark: raised at once, lowered only by a Run
-// whose units succeeded, a quarter of the way at a time.
-func TestMemoryMarkDecaysOnlyByMeasurement(t *testing.T) {
-	const mib = 1 << 20
-	require.Equal(t, int64(600*mib), nextMark(400*mib, 600*mib, 600*mib), "a higher peak replaces the mark")
-	require.Equal(t, int64(400*mib), nextMark(400*mib, 100*mib, 0), "failed units never lower it")
-	mark := int64(486 * mib)
-	for range 3 {
-		mark = nextMark(mark, 300*mib, 300*mib)
-	}
-	require.Greater(t, mark, int64(300*mib+(186*mib)*4/10), "three lighter Runs keep more than 40%% of the gap")
-	require.Less(t, mark, int64(300*mib+(186*mib)/2), "and less than half")
-	require.Equal(t, int64(350*mib), nextMark(400*mib, 350*mib, 200*mib), "never below the Run's own peak")
-}
-
-// Admission takes the Run's class, else the heaviest known class (an
-// older record's unknown class included), and a unit's hint raises it.
-func TestMemoryExpectedByClass(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, memoryFile)
-	// A version 1 record (no classes) and an output Run's peak.
-	rec := `{"version":1,"peaks":[{"engine":"terraform","source":"/src/big","bytes":509607936}]}`
-	require.NoError(t, os.WriteFile(path, []byte(rec), 0o600))
-	gate := func(cmd Command, units ...Unit) *memGate {
-		m := &memGate{rs: &runState{cmd: cmd, units: units, cfg: &config{logger: slog.New(slog.DiscardHandler)}, eng: engine.Info{Kind: engine.Terraform}},
-			class: memClassOf(cmd), path: path, learned: map[string]map[string]int64{}, seen: map[string]int64{}, seenOK: map[string]int64{}}
-		for _, p := range m.load() {
-			m.learn(memKey(p.Engine, p.Source), p.Class, p.Bytes)
-		}
-		return m
-	}
-	key := memKey("terraform", "/src/big")
-	u := Unit{}
-	m := gate(Output, u)
-	got, known := m.expected(0, key)
-	require.True(t, known)
-	require.Equal(t, int64(486<<20), got, "an old record's peak of unknown class counts for a class with none")
-	m.seen[key], m.seenOK[key] = 56<<20, 56<<20
-	m.save()
-
-	m = gate(Output, u)
-	got, _ = m.expected(0, key)
-	require.Equal(t, int64(56<<20), got, "output has its own peak now")
-	m = gate(Apply, u)
-	got, _ = m.expected(0, key)
-	require.Equal(t, int64(486<<20), got, "apply has none: the heaviest known, not output's")
-	m.seen[key], m.seenOK[key] = 400<<20, 400<<20
-	m.save()
-	m = gate(Plan, u)
-	got, _ = m.expected(0, key)
-	require.Equal(t, int64(486<<20), got, "plan has none: the heaviest known")
-	m = gate(Apply, u)
-	got, _ = m.expected(0, key)
-	require.Equal(t, int64(400<<20), got, "apply's own")
-
-	hinted := Unit{ExpectedMemory: 900 << 20}
-	m = gate(Apply, hinted)
-	got, _ = m.expected(0, key)
-	require.Equal(t, int64(900<<20), got, "a hint raises")
-	m = gate(Apply, Unit{ExpectedMemory: 10 << 20})
-	got, _ = m.expected(0, key)
-	require.Equal(t, int64(400<<20), got, "a hint never lowers what was measured")
-	got, known = m.expected(0, memKey("terraform", "/src/new"))
-	require.True(t, known, "a hinted unit of a component never measured needs no measuring run")
-	require.Equal(t, int64(10<<20), got)
-	got, known = gate(Apply, u).expected(0, memKey("terraform", "/src/new"))
-	require.False(t, known)
-	require.Equal(t, unmeasuredPeak, got)
-
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var saved memoryRecord
-	require.NoError(t, json.Unmarshal(b, &saved))
-	require.Equal(t, memoryVersion, saved.Version)
-	var classes []string
-	for _, p := range saved.Peaks {
-		classes = append(classes, p.Class)
-	}
-	require.Equal(t, []string{"", memClassApply, memClassRead}, classes, "the old peak is kept beside the classes' own")
 }
 
 func TestExpectedMemoryNegativeIsRefused(t *testing.T) {

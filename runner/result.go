@@ -3,6 +3,7 @@ package runner
 import (
 	"time"
 
+	"github.com/tfisolate/tfisolate/internal/admission"
 	"github.com/tfisolate/tfisolate/internal/queue"
 	"github.com/tfisolate/tfisolate/workdir"
 )
@@ -47,8 +48,8 @@ type resultParts struct {
 	done     *queue.Outcome  // the queue's verdict; nil while the unit waits
 	duration time.Duration   // the unit's run under the memory gate, its retries included
 	start    time.Time       // when that run began; zero until the unit starts
-	cpuWait  time.Duration   // cpuGate.waitedFor
-	mem      memUse          // memGate.run
+	cpuWait  time.Duration   // admission.Cores.Waited
+	mem      admission.Use   // runMeasured
 	rec      unitRecord      // the pipeline's steps (runUnit)
 	out      pipelineOutcome // the pipeline (runUnit)
 	// given are the outputs the Run read before the command
@@ -76,11 +77,11 @@ func buildResult(p resultParts) Result {
 		RecoveredLocks: p.rec.recovered,
 		Crashed:        p.rec.crashedRuns,
 		InstanceLock:   p.rec.instanceLock,
-		Retries:        p.rec.retries + p.mem.retries,
-		MemoryPeak:     p.mem.peak,
-		MemoryWait:     p.mem.wait,
+		Retries:        p.rec.retries + p.mem.Retries,
+		MemoryPeak:     p.mem.Peak,
+		MemoryWait:     p.mem.Wait,
 		CPUWait:        p.cpuWait,
-		OutOfMemory:    p.mem.outOfMemory,
+		OutOfMemory:    p.mem.OutOfMemory,
 		Unchanged:      p.out.unchanged,
 		InitSkipped:    p.out.initSkipped,
 		HasChanges:     p.out.cmd.hasChanges,

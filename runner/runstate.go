@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/tfisolate/tfisolate/internal/admission"
 	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/flight"
 	"github.com/tfisolate/tfisolate/internal/modstore"
@@ -66,8 +67,8 @@ type runState struct {
 	plannedOutputs []bool
 	em             *emitter
 	out            *combined
-	mem            *memGate // the memory budget, and each unit's measured memory
-	cpu            *cpuGate // WithCoreGate's share of the cores; nil without it
+	mem            *admission.Memory // the memory budget, and each unit's measured memory
+	cpu            *admission.Cores  // WithCoreGate's share of the cores; nil without it
 
 	tmp     string // this Run's private dir: CLI config, module snapshots
 	tmpLock *flock.Flock
@@ -121,8 +122,8 @@ func (r *Runner) newRunState(cmd Command, rc *runConfig, eng engine.Info, units 
 	if r.cfg.output != nil {
 		rs.out = &combined{w: r.cfg.output}
 	}
-	rs.mem = rs.newMemGate()
 	rs.cpu = rs.newCPUGate()
+	rs.mem = rs.newMemGate()
 	if rc.stop != nil {
 		rs.kill = rc.stop.Killing()
 	}
@@ -234,19 +235,19 @@ func (rs *runState) run(ctx context.Context, sel []bool) []Result {
 	if rs.ordered {
 		policy.IgnoreOrder = false
 	}
-	if rs.mem.budget > 0 {
-		policy.Admit = rs.mem.admit
+	if rs.mem.Budget() > 0 {
+		policy.Admit = rs.mem.Admit
 	}
-	defer rs.mem.save()
+	defer rs.mem.Save()
 	rs.g.Run(runCtx, sel, policy, drain,
 		func(ctx context.Context, i int) error {
 			p := &rs.parts[i]
 			start := time.Now()
-			mem, err := rs.mem.run(ctx, i, func(ctx context.Context, i int) (err error) {
+			mem, err := rs.runMeasured(ctx, i, func(ctx context.Context, i int) (err error) {
 				p.rec, p.out, err = rs.runUnitSafely(ctx, i)
 				return err
 			})
-			p.mem, p.start, p.duration, p.cpuWait = mem, start, time.Since(start), rs.cpu.waitedFor(i)
+			p.mem, p.start, p.duration, p.cpuWait = mem, start, time.Since(start), rs.cpu.Waited(i)
 			return err
 		},
 		func(i int, o queue.Outcome) {
