@@ -268,7 +268,7 @@ func affectedSources(u *Unit, dynamic map[string]bool) (map[modtree.Files]map[st
 		if err != nil {
 			return nil, true
 		}
-		vals, unk := e.moduleSources()
+		vals, unk := e.ModuleSources()
 		out[rule] = vals
 		unknown = unknown || len(unk) > 0
 	}
