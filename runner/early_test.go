@@ -195,35 +195,3 @@ func TestDiscoverTofuFiles(t *testing.T) {
 	require.Len(t, reqs, 1)
 	require.Equal(t, "other", reqs[0].Provider.Type)
 }
-
-// Affected has no engine: a module called only from a .tofu file counts,
-// and so does a module called from a main.tf that main.tofu hides.
-func TestAffectedTofuFiles(t *testing.T) {
-	repo := t.TempDir()
-	writeTree(t, repo, map[string]string{
-		"components/app/main.tf":     `module "old" { source = "../../modules/old" }`,
-		"components/app/main.tofu":   `module "new" { source = "../../modules/new" }`,
-		"components/app/net.tofu":    `module "net" { source = "../../modules/net" }`,
-		"components/db/db.tofu.json": `{"module": {"base": {"source": "../../modules/base"}}}`,
-		"modules/old/main.tf":        `output "o" { value = 1 }`,
-		"modules/new/main.tf":        `output "o" { value = 1 }`,
-		"modules/net/main.tofu":      `module "base" { source = "../base" }`,
-		"modules/base/main.tf":       `output "o" { value = 1 }`,
-		"modules/unused/main.tf":     `output "o" { value = 1 }`,
-	})
-	units := []Unit{
-		{ID: "app", Workdir: workdirSpec("s", "app", filepath.Join(repo, "components/app"), nil)},
-		{ID: "db", Workdir: workdirSpec("s", "db", filepath.Join(repo, "components/db"), nil)},
-	}
-	for path, want := range map[string][]string{
-		"modules/net/main.tofu":  {"app"},
-		"modules/new/main.tf":    {"app"},
-		"modules/old/main.tf":    {"app"},
-		"modules/base/main.tf":   {"app", "db"},
-		"modules/unused/main.tf": nil,
-	} {
-		got, err := Affected(units, repo, path)
-		require.NoError(t, err)
-		require.Equal(t, want, got, path)
-	}
-}
