@@ -15,7 +15,7 @@ import (
 func (a Args) vars() tfcmd.Vars { return tfcmd.Vars{Files: a.VarFiles, Values: a.Vars} }
 
 // earlyVars are the variables a command besides plan, apply and destroy
-// is given: the unit's own where the engine's rules (earlyRules) say the
+// is given: the unit's own where the engine's rules (earlyeval.Rules) say the
 // command reads them (given), none otherwise.
 func (a Args) earlyVars(given bool) tfcmd.Vars {
 	if !given {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/earlyeval"
 )
 
 // fullArgs is an Args with every field set.
@@ -43,7 +45,7 @@ func TestArgsReachTheirCommands(t *testing.T) {
 	require.Empty(t, a.earlyVars(a.early.Init).Args())
 	require.Equal(t, []string{"validate", "-no-color"}, a.validateCmd().Args)
 	require.Equal(t, []string{"show", "-json", "-no-color", "/p"}, a.showPlanCmd("/p").Args)
-	a.early = earlyRules{Init: true, Inspect: true}
+	a.early = earlyeval.Rules{Init: true, Inspect: true}
 	require.Equal(t, vars, a.earlyVars(a.early.Init).Args())
 	require.Equal(t, append([]string{"init", "-input=false", "-no-color", "-backend-config=path=/x", "-reconfigure", "-upgrade"}, vars...), a.initCmd(false).Args)
 	require.Equal(t, append([]string{"validate", "-no-color"}, vars...), a.validateCmd().Args)

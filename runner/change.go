@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
+	"github.com/tfisolate/tfisolate/internal/affected"
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/inplace"
 	"github.com/tfisolate/tfisolate/internal/modtree"
@@ -116,161 +114,32 @@ func (x *unitRun) forgetApplied() error {
 // Generate gives, a function), every change counts as affecting the unit:
 // Affected may report more units than a change affects, never fewer.
 func Affected(units []Unit, base string, paths ...string) ([]string, error) {
-	resolve := func(p string) string {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(base, p)
-		}
-		p = filepath.Clean(p)
-		// A deleted file still affects its directory: resolve the
-		// longest existing parent.
-		rest := ""
-		for {
-			if r, err := filepath.EvalSymlinks(p); err == nil {
-				return filepath.Join(r, rest)
-			}
-			parent := filepath.Dir(p)
-			if parent == p {
-				return filepath.Join(p, rest)
-			}
-			rest = filepath.Join(filepath.Base(p), rest)
-			p = parent
-		}
-	}
-	changed := make([]string, len(paths))
-	for i, p := range paths {
+	for _, p := range paths {
 		if p == "" {
 			return nil, fmt.Errorf("%w: Affected: empty path", ErrBadOption)
 		}
-		changed[i] = resolve(p)
 	}
-	var out []string
-	// What follows from a component's source is worked out once for all
-	// its instances: the cost grows with distinct sources, not units.
-	resolved := map[string]string{} // Workdir.Source as given -> resolved
-	bySource := map[string]bool{}   // resolved source (and dynamic sources' values) -> a changed path lies in its dirs
-	dynamic := map[string]bool{}    // Workdir.Source as given -> its root module has dynamic sources
+	in := make([]affected.Unit, len(units))
 	for i := range units {
 		u := &units[i]
 		if u.Workdir.Source == "" {
 			return nil, fmt.Errorf("%w: unit %s has no source", ErrInvalidUnit, u.id())
 		}
-		src, ok := resolved[u.Workdir.Source]
-		if !ok {
-			src = resolve(u.Workdir.Source)
-			resolved[u.Workdir.Source] = src
-		}
-		// A component whose module sources are expressions reaches the
-		// modules the unit's own variables select: keyed by their values.
-		sources, unknown := affectedSources(u, dynamic)
-		key := src
-		if sources != nil {
-			b, _ := json.Marshal(sources)
-			key += "\x00" + string(b)
-		}
-		hit, ok := bySource[key]
-		if !ok && unknown {
-			// A source it cannot evaluate may select any module: every
-			// change counts.
-			hit, ok = len(changed) > 0, true
-			bySource[key] = hit
-		}
-		if !ok {
-			var dirs []string
-			// No engine here: a module either engine would read counts.
-			for _, rule := range []modtree.Files{modtree.TerraformFiles, modtree.TofuFiles} {
-				for _, d := range modtree.WalkWith(src, rule, sources[rule]).LocalDirs() {
-					dirs = append(dirs, resolve(d))
+		in[i] = affected.Unit{
+			ID:            u.id(),
+			Source:        u.Workdir.Source,
+			VarFiles:      u.Args.VarFiles,
+			BackendConfig: u.Args.BackendConfig,
+			ModuleSources: u.Workdir.ModuleSources,
+			Evaluate: func(rule modtree.Files) (map[string]string, []string, error) {
+				e, err := sourceEarlyInputs(u.Workdir.Source, u.Workdir.Files, rule, u)
+				if err != nil {
+					return nil, nil, err
 				}
-			}
-			dirs = append(dirs, linkTargets(dirs)...)
-			hit = slices.ContainsFunc(changed, func(c string) bool {
-				return slices.ContainsFunc(dirs, func(d string) bool {
-					return c == d || strings.HasPrefix(c, d+string(filepath.Separator))
-				})
-			})
-			bySource[key] = hit
-		}
-		if !hit {
-			for _, f := range u.Args.VarFiles {
-				if filepath.IsAbs(f) && slices.Contains(changed, resolve(f)) {
-					hit = true
-					break
-				}
-			}
-		}
-		if !hit {
-			for _, f := range u.Args.BackendConfig {
-				if filepath.IsAbs(f) && (!strings.Contains(f, "=") || exists(f)) && slices.Contains(changed, resolve(f)) {
-					hit = true
-					break
-				}
-			}
-		}
-		if hit {
-			out = append(out, u.id())
+				values, unknown := e.ModuleSources()
+				return values, unknown, nil
+			},
 		}
 	}
-	return out, nil
-}
-
-// linkTargets returns what the symlinks inside dirs point at (resolved),
-// files and directories alike, skipping what the workdir never copies
-// (.terraform, .git, terraform.tfstate.d). A target is a path prefix for
-// Affected: a file matches itself, a directory everything under it.
-func linkTargets(dirs []string) []string {
-	var out []string
-	for _, d := range dirs {
-		_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if e.IsDir() && p != d && (e.Name() == ".terraform" || e.Name() == ".git" || e.Name() == "terraform.tfstate.d") {
-				return filepath.SkipDir
-			}
-			if e.Type()&fs.ModeSymlink != 0 {
-				if r, err := filepath.EvalSymlinks(p); err == nil {
-					out = append(out, r)
-				}
-			}
-			return nil
-		})
-	}
-	return out
-}
-
-// affectedSources returns the values of unit u's dynamic module sources
-// for Affected under each engine's file rule (nil when it has none), and
-// whether one could not be evaluated. dynamic caches, by source dir,
-// whether there are any.
-func affectedSources(u *Unit, dynamic map[string]bool) (map[modtree.Files]map[string]string, bool) {
-	src := u.Workdir.Source
-	rules := []modtree.Files{modtree.TerraformFiles, modtree.TofuFiles}
-	if u.Workdir.ModuleSources != nil {
-		return map[modtree.Files]map[string]string{rules[0]: u.Workdir.ModuleSources, rules[1]: u.Workdir.ModuleSources}, false
-	}
-	has, ok := dynamic[src]
-	if !ok {
-		root, _ := filepath.Abs(src)
-		for _, rule := range rules {
-			has = has || slices.ContainsFunc(modtree.Walk(src, rule).Calls, func(c modtree.Call) bool {
-				return c.Parent == root && modtree.DynamicExpr(c.Source)
-			})
-		}
-		dynamic[src] = has
-	}
-	if !has {
-		return nil, false
-	}
-	out := map[modtree.Files]map[string]string{}
-	unknown := false
-	for _, rule := range rules {
-		e, err := sourceEarlyInputs(src, u.Workdir.Files, rule, u)
-		if err != nil {
-			return nil, true
-		}
-		vals, unk := e.moduleSources()
-		out[rule] = vals
-		unknown = unknown || len(unk) > 0
-	}
-	return out, unknown
+	return affected.Units(in, base, paths), nil
 }

@@ -155,78 +155,45 @@ func TestAppliedRecordInPlace(t *testing.T) {
 	require.Equal(t, b1, b, "written through the link")
 }
 
-// TestAffected maps changed file paths to exactly the units that reach
-// them through their component or local modules.
+// TestAffected: the public Affected refuses an empty path and a unit
+// without a source by name, and hands internal/affected each unit's ID
+// (Stack/Instance when it has none), absolute var files and
+// -backend-config files, and its dynamic module sources evaluated from
+// its Args.Vars and Env, or Workdir.ModuleSources where the caller gives
+// them; a source it cannot evaluate makes every change count.
 func TestAffected(t *testing.T) {
 	repo := t.TempDir()
 	writeTree(t, repo, map[string]string{
-		"components/app/main.tf":   `module "net" { source = "../../modules/net" }`,
-		"components/db/main.tf":    `module "base" { source = "../../modules/base" }`,
-		"components/web/main.tf":   `resource "terraform_data" "x" {}`,
-		"modules/net/main.tf":      `module "base" { source = "../base" }`,
-		"modules/base/main.tf":     `output "o" { value = 1 }`,
-		"modules/unused/main.tf":   `output "o" { value = 1 }`,
-		"vars/app-prod.tfvars":     `x = 1`,
-		"components/web/README.md": `docs`,
+		"components/app/main.tf":   "variable \"which\" {}\n" + `module "net" { source = "../../modules/${var.which}" }`,
+		"components/fn/main.tf":    "variable \"which\" { default = \"BLUE\" }\n" + `module "net" { source = "../../modules/${lower(var.which)}" }`,
+		"components/db/main.tf":    `resource "terraform_data" "x" {}`,
+		"modules/blue/main.tf":     `output "o" { value = 1 }`,
+		"modules/green/main.tf":    `output "o" { value = 1 }`,
+		"vars/db.tfvars":           `x = 1`,
+		"backends/db.s3.tfbackend": `bucket = "b"`,
 	})
+	app := filepath.Join(repo, "components/app")
 	units := []Unit{
-		{ID: "app", Workdir: workdirSpec("s", "app", filepath.Join(repo, "components/app"), nil),
-			Args: Args{VarFiles: []string{filepath.Join(repo, "vars/app-prod.tfvars")}}},
-		{ID: "db", Workdir: workdirSpec("s", "db", filepath.Join(repo, "components/db"), nil)},
-		{ID: "web", Workdir: workdirSpec("s", "web", filepath.Join(repo, "components/web"), nil)},
-	}
-	cases := []struct {
-		paths []string
-		want  []string
-	}{
-		{[]string{"modules/base/main.tf"}, []string{"app", "db"}}, // two levels down for app
-		{[]string{"modules/net/main.tf"}, []string{"app"}},
-		{[]string{"modules/unused/main.tf"}, nil},
-		{[]string{"components/web/README.md"}, []string{"web"}},
-		{[]string{"components/web/deleted.tf"}, []string{"web"}}, // a deleted file still counts
-		{[]string{"vars/app-prod.tfvars"}, []string{"app"}},
-		{[]string{"modules/base/main.tf", "components/web/main.tf"}, []string{"app", "db", "web"}},
-		{[]string{filepath.Join(repo, "modules/net/main.tf")}, []string{"app"}}, // absolute
-		{[]string{"components/webapp/main.tf"}, nil},                            // a sibling with a common prefix
-	}
-	for _, tc := range cases {
-		got, err := Affected(units, repo, tc.paths...)
-		require.NoError(t, err)
-		require.Equal(t, tc.want, got, "%v", tc.paths)
-	}
-	_, err := Affected(units, repo, "")
-	require.ErrorIs(t, err, ErrBadOption)
-}
-
-// TestAffectedFollowsLinksAndBackendConfig: a file or a directory
-// symlinked inside a component (which the workdir copies as what it
-// points at) and an absolute -backend-config file map to the unit.
-func TestAffectedFollowsLinksAndBackendConfig(t *testing.T) {
-	repo := t.TempDir()
-	writeTree(t, repo, map[string]string{
-		"components/app/main.tf":     `resource "terraform_data" "x" {}`,
-		"components/other/main.tf":   `resource "terraform_data" "x" {}`,
-		"shared/common.tf":           `locals { common = 1 }`,
-		"shared/templates/user.tpl":  `hello`,
-		"shared/unlinked.tf":         `locals { x = 1 }`,
-		"backends/prod.s3.tfbackend": `bucket = "b"`,
-	})
-	require.NoError(t, os.Symlink("../../shared/common.tf", filepath.Join(repo, "components/app/common.tf")))
-	require.NoError(t, os.Symlink("../../shared/templates", filepath.Join(repo, "components/app/templates")))
-	units := []Unit{
-		{ID: "app", Workdir: workdirSpec("s", "app", filepath.Join(repo, "components/app"), nil)},
-		{ID: "other", Workdir: workdirSpec("s", "other", filepath.Join(repo, "components/other"), nil),
-			Args: Args{BackendConfig: []string{filepath.Join(repo, "backends/prod.s3.tfbackend"), "key=a/b"}}},
+		{ID: "vars", Workdir: workdirSpec("s", "vars", app, nil), Args: Args{Vars: map[string]string{"which": "blue"}}},
+		{ID: "env", Workdir: workdirSpec("s", "env", app, nil), Env: map[string]string{"TF_VAR_which": "green"}},
+		{Workdir: workdir.Spec{Stack: "s", Instance: "given", Source: app, ModuleSources: map[string]string{"net": "../../modules/green"}}},
+		{ID: "fn", Workdir: workdirSpec("s", "fn", filepath.Join(repo, "components/fn"), nil)},
+		{ID: "db", Workdir: workdirSpec("s", "db", filepath.Join(repo, "components/db"), nil), Args: Args{
+			VarFiles: []string{filepath.Join(repo, "vars/db.tfvars")}, BackendConfig: []string{filepath.Join(repo, "backends/db.s3.tfbackend")}}},
 	}
 	for path, want := range map[string][]string{
-		"shared/common.tf":           {"app"},
-		"shared/templates/user.tpl":  {"app"},
-		"shared/templates/new.tpl":   {"app"},
-		"shared/unlinked.tf":         nil,
-		"backends/prod.s3.tfbackend": {"other"},
+		"modules/blue/main.tf":     {"vars", "fn"},
+		"modules/green/main.tf":    {"env", "s/given", "fn"},
+		"vars/db.tfvars":           {"fn", "db"},
+		"backends/db.s3.tfbackend": {"fn", "db"},
 	} {
 		got, err := Affected(units, repo, path)
 		require.NoError(t, err)
 		require.Equal(t, want, got, path)
 	}
+	_, err := Affected(units, repo, "")
+	require.ErrorIs(t, err, ErrBadOption)
+	_, err = Affected([]Unit{{ID: "nosrc"}}, repo, "x")
+	require.ErrorIs(t, err, ErrInvalidUnit)
+	require.ErrorContains(t, err, "nosrc")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-version"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/earlyeval"
 	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/pluginc"
@@ -15,27 +16,21 @@ import (
 )
 
 // Variables go to init and get only for an engine that evaluates them
-// early: OpenTofu 1.8 and later, Terraform 1.15 and later; to workspace
-// select under OpenTofu only (Terraform refuses -var there); to validate
-// and show of a saved plan under both.
+// early (earlyeval.RulesOf decides which): to workspace select under
+// OpenTofu only (Terraform refuses -var there); to validate and show of
+// a saved plan under both. forEngine sets the rules on a copy.
 func TestEarlyVarArgs(t *testing.T) {
 	eng := func(k engine.Kind, v string) engine.Info {
 		return engine.Info{Kind: k, Version: version.Must(version.NewVersion(v))}
 	}
 	tofu := func(v string) engine.Info { return eng(engine.OpenTofu, v) }
 	tf := func(v string) engine.Info { return eng(engine.Terraform, v) }
-	for _, e := range []engine.Info{tofu("1.8.0"), tofu("1.10.6"), tofu("1.12.6"), tofu("1.8.0-beta1"), tf("1.15.0"), tf("1.15.0-alpha20260101"), tf("1.16.0")} {
-		require.True(t, earlyEvaluation(e), "%s", e)
-	}
-	for _, e := range []engine.Info{tofu("1.7.3"), tf("1.11.4"), tf("1.14.9"), {Kind: engine.Terraform}} {
-		require.False(t, earlyEvaluation(e), "%s", e)
-	}
 
 	a := Args{Vars: map[string]string{"b": "2", "a": "1"}, VarFiles: []string{"x.tfvars"}, Targets: []string{"t.x"}}
 	vars := []string{"-var-file=x.tfvars", "-var", "a=1", "-var", "b=2"}
 	for _, e := range []engine.Info{tofu("1.10.6"), tf("1.16.0")} {
 		units := forEngine([]Unit{{Args: a}}, e)
-		require.Equal(t, earlyRules{}, a.early, "the caller's units are not changed")
+		require.Equal(t, earlyeval.Rules{}, a.early, "the caller's units are not changed")
 		early := units[0].Args
 		require.Equal(t, append([]string{"init", "-input=false", "-no-color", "-reconfigure"}, vars...), early.initCmd(true).Args, "%s", e)
 		require.Equal(t, append([]string{"get", "-no-color", "-update"}, vars...), early.getCmd(true).Args, "%s", e)
@@ -199,82 +194,4 @@ func TestDiscoverTofuFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, reqs, 1)
 	require.Equal(t, "other", reqs[0].Provider.Type)
-}
-
-// Affected has no engine: a module called only from a .tofu file counts,
-// and so does a module called from a main.tf that main.tofu hides.
-func TestAffectedTofuFiles(t *testing.T) {
-	repo := t.TempDir()
-	writeTree(t, repo, map[string]string{
-		"components/app/main.tf":     `module "old" { source = "../../modules/old" }`,
-		"components/app/main.tofu":   `module "new" { source = "../../modules/new" }`,
-		"components/app/net.tofu":    `module "net" { source = "../../modules/net" }`,
-		"components/db/db.tofu.json": `{"module": {"base": {"source": "../../modules/base"}}}`,
-		"modules/old/main.tf":        `output "o" { value = 1 }`,
-		"modules/new/main.tf":        `output "o" { value = 1 }`,
-		"modules/net/main.tofu":      `module "base" { source = "../base" }`,
-		"modules/base/main.tf":       `output "o" { value = 1 }`,
-		"modules/unused/main.tf":     `output "o" { value = 1 }`,
-	})
-	units := []Unit{
-		{ID: "app", Workdir: workdirSpec("s", "app", filepath.Join(repo, "components/app"), nil)},
-		{ID: "db", Workdir: workdirSpec("s", "db", filepath.Join(repo, "components/db"), nil)},
-	}
-	for path, want := range map[string][]string{
-		"modules/net/main.tofu":  {"app"},
-		"modules/new/main.tf":    {"app"},
-		"modules/old/main.tf":    {"app"},
-		"modules/base/main.tf":   {"app", "db"},
-		"modules/unused/main.tf": nil,
-	} {
-		got, err := Affected(units, repo, path)
-		require.NoError(t, err)
-		require.Equal(t, want, got, path)
-	}
-}
-
-// moduleSources evaluates the root module's dynamic module sources the way
-// the engine does at init: a variable's value from Args.Vars over a var
-// file over TF_VAR_* over its default, a generated auto.tfvars file, a
-// local built from a variable, path.module; and names, with its file
-// and line, a source it cannot evaluate (a function, a variable with no
-// value) instead of guessing.
-func TestModuleSourcesEvaluated(t *testing.T) {
-	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{
-		"main.tf": `
-variable "a" { default = "dflt" }
-variable "b" {}
-variable "c" {}
-variable "d" {}
-variable "e" {}
-locals { base = "../../modules" }
-module "by_default" { source = "../../modules/${var.a}" }
-module "by_var"     { source = "${local.base}/${var.b}" }
-module "by_path"    { source = "${path.module}/../shared/${var.c}" }
-module "by_auto"    { source = "./mods/${var.d}" }
-module "by_env"     { source = var.e }
-module "literal"    { source = "./literal" }
-module "func"       { source = lower("./X") }
-module "unset"      { source = "./${var.nope}" }
-`,
-		"vars.tfvars": `b = "from-file"` + "\n",
-	})
-	cfs, err := modtree.ReadConfig(dir, nil, modtree.TerraformFiles)
-	require.NoError(t, err)
-	files := []configFile{{name: cfs[0].Name, data: cfs[0].Data}}
-	a := Args{Vars: map[string]string{"c": "from-var"}, VarFiles: []string{"vars.tfvars"}}
-	overlay := map[string][]byte{"gen.auto.tfvars.json": []byte(`{"d": "from-generated"}`)}
-	env := map[string]string{"TF_VAR_e": "./from-env", "TF_VAR_c": "loses-to-var", "TF_VAR_b": "loses-to-file"}
-	got, unknown := newEarlyInputsFrom(files, dir, overlay, a, env).moduleSources()
-	require.Equal(t, map[string]string{
-		"by_default": "../../modules/dflt",
-		"by_var":     "../../modules/from-file",
-		"by_path":    "./../shared/from-var",
-		"by_auto":    "./mods/from-generated",
-		"by_env":     "./from-env",
-	}, got)
-	require.Len(t, unknown, 2)
-	require.Regexp(t, `main\.tf:14: module "func" source: .*`, unknown[0])
-	require.Regexp(t, `main\.tf:15: module "unset" source: .*`, unknown[1])
 }

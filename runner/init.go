@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/earlyeval"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/pluginc"
@@ -225,7 +226,7 @@ func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig, p 
 		fp.addPart("modules", "installed modules", b)
 	}
 	a := x.u.Args
-	a.early = earlyRules{} // the values init reads are in the backend and calls fields
+	a.early = earlyeval.Rules{} // the values init reads are in the backend and calls fields
 	fp.addPart("args", "init arguments", []byte(strings.Join(a.initCmd(false).Args, "\x00")))
 	for _, k := range []string{"TF_CLI_ARGS", "TF_CLI_ARGS_init"} {
 		fp.addPart(k, envLabel(k), []byte(x.env[k]))
@@ -278,7 +279,7 @@ type rootConfig struct {
 	files []configFile
 	// early is set when the engine evaluates variables at init
 	// (earlyEvaluation): what the backend and module calls may read.
-	early *earlyInputs
+	early *earlyeval.Inputs
 }
 
 // readRootConfig reads the root module's configuration files, the ones
@@ -356,7 +357,7 @@ func backendChanged(err error) bool { return backendChangedRe.MatchString(unwrap
 // the -backend-config values and the content of the files they name
 // (relative to dir), and, with early evaluation, what the blocks'
 // references read (the variables' defaults and values, the locals on the
-// way; see earlyInputs.digest). "" when the module has no backend.
+// way; see earlyeval.Inputs.BackendDigest). "" when the module has no backend.
 func backendFingerprint(root *rootConfig, dir string, backendConfig []string) string {
 	var parts []string
 	for _, f := range root.files {
@@ -375,7 +376,7 @@ func backendFingerprint(root *rootConfig, dir string, backendConfig []string) st
 		fmt.Fprintf(h, "block %d\n%s", len(p), p)
 	}
 	if root.early != nil {
-		if d := root.early.digest(root.early.backendRefs()); d != "" {
+		if d := root.early.BackendDigest(); d != "" {
 			fmt.Fprintf(h, "early %s\n", d)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-version"
 
+	"github.com/tfisolate/tfisolate/internal/earlyeval"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
@@ -111,7 +112,7 @@ func (x *unitRun) modules(ctx context.Context) (string, error) {
 // remoteModules returns the key of the unit's remote module calls (see
 // moduleKey) and whether it has any; it runs nothing.
 func (x *unitRun) remoteModules() (key string, remote bool, err error) {
-	var early *earlyInputs
+	var early *earlyeval.Inputs
 	if x.hasDynamicCalls() && earlyEvaluation(x.rs.eng) {
 		root, err := x.readRootConfig()
 		if err != nil {
@@ -133,13 +134,13 @@ func (x *unitRun) hasDynamicCalls() bool {
 // built from variables depend on, so that the module store is keyed by
 // the evaluated source: for a call in the root module, the digest of the
 // variables and locals its expressions reach, with the values this unit
-// gives them (earlyInputs.digest), and, for a source not evaluated, the
+// gives them (earlyeval.Inputs.ModuleDigest), and, for a source not evaluated, the
 // component (a relative value names a directory of its own); for a call
 // in a child module, whose
 // variables come from its caller's arguments, the instance itself (its
 // modules are never shared with another instance). Without early
 // evaluation (early is nil) the engine reads the text as it is.
-func (x *unitRun) dynamicCall(early *earlyInputs) func(modtree.Call) string {
+func (x *unitRun) dynamicCall(early *earlyeval.Inputs) func(modtree.Call) string {
 	if early == nil {
 		return nil
 	}
@@ -147,7 +148,7 @@ func (x *unitRun) dynamicCall(early *earlyInputs) func(modtree.Call) string {
 		if c.Parent != x.tree.Root {
 			return "instance " + x.w.ID
 		}
-		k := "early " + early.digest(early.moduleRefs(c.Name))
+		k := "early " + early.ModuleDigest(c.Name)
 		if modtree.DynamicExpr(c.Source) {
 			// Not evaluated (see moduleSources): the engine may resolve
 			// it to a directory relative to the component, so it is

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 
+	"github.com/tfisolate/tfisolate/internal/earlyeval"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -115,9 +116,9 @@ type Args struct {
 	Upgrade bool
 
 	// early says which commands besides plan, apply and destroy get Vars
-	// and VarFiles: set by Run for the engine that runs (earlyRulesOf;
+	// and VarFiles: set by Run for the engine that runs (earlyeval.RulesOf;
 	// see forEngine).
-	early earlyRules
+	early earlyeval.Rules
 }
 
 func (u *Unit) id() string {
