@@ -1,51 +1,24 @@
 package runner
 
 import (
-	"archive/tar"
-	"bytes"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/bundle"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
-// A plan bundle carries one unit's saved plan to another machine or
-// workdir root: an uncompressed tar of
-//
-//	manifest.json   what the plan was made from (the saved plan's record)
-//	                and the sha256 of every other member, with a digest of
-//	                all of it and, when the host gave a key, an HMAC
-//	plan.tfplan     terraform's saved plan
-//	plan.json       terraform show -json of it
-//	lock.hcl        the dependency lock file the plan was made with, when
-//	                there was one
-//
-// It holds what terraform's plan holds, sensitive values included: it is
-// written 0600, and it is for the jobs that apply it, not for a PR
-// comment.
-const (
-	bundleFormat   = "tfisolate-plan-bundle/1"
-	bundleExt      = ".tfplan-bundle"
-	bundleManifest = "manifest.json"
-	bundlePlan     = "plan.tfplan"
-	bundleJSON     = "plan.json"
-	bundleLock     = "lock.hcl"
-
-	// maxBundleBytes bounds what an import reads: a bundle is refused
-	// past it rather than read into memory without end.
-	maxBundleBytes = 1 << 30
-)
+// A plan bundle's format (a tar of the saved plan, its JSON rendering,
+// the lock file and a manifest with a digest and an optional MAC) is
+// package bundle's; here are the commands and the steps that decide
+// which plan goes in one and whether an imported one applies here.
 
 // ErrPlanBundle reports a plan bundle ImportPlan refuses: not a bundle,
 // damaged, altered (its digest or MAC does not match), checked with a key
@@ -111,49 +84,15 @@ func ImportPlan(dir string, key []byte) Command {
 // bundle of the unit with the given ID in dir: a file name made from the
 // ID (readable, safe on every filesystem, never the same for two IDs).
 func BundlePath(dir, unitID string) string {
-	return filepath.Join(dir, unitFileName(unitID)+bundleExt)
+	return bundle.Path(dir, unitFileName(unitID))
 }
 
-// manifest is a bundle's manifest.json.
-type manifest struct {
-	Format string   `json:"format"`
-	Unit   string   `json:"unit"`
-	Meta   planMeta `json:"meta"`
-	// Backend is the type of the backend the unit's state is in ("s3",
-	// "http", "cloud", ...). ExportPlan never writes "local" or "": a
-	// bundle without it is an older export's, refused on import.
-	Backend string            `json:"backend,omitempty"`
-	Files   map[string]string `json:"files"`          // member name: sha256
-	Digest  string            `json:"digest"`         // sha256 of the fields above
-	MAC     string            `json:"mac,omitempty"`  // HMAC-SHA256 of the same, with the host's key
-	Made    time.Time         `json:"made"`           // when the bundle was written; not covered
-	Host    string            `json:"host,omitempty"` // where; not covered
-}
+// PlanSHA256 is the saved plan's sha256: with LockSHA256, what makes
+// planMeta the record a bundle carries (bundle.Record).
+func (m planMeta) PlanSHA256() string { return m.Plan }
 
-// content is what the digest and the MAC cover. Backend is left out
-// when empty, so an older export's bundle still matches its digest and
-// is refused for what it lacks, by name.
-func (m *manifest) content() []byte {
-	b, _ := json.Marshal(struct {
-		Format  string            `json:"format"`
-		Unit    string            `json:"unit"`
-		Meta    planMeta          `json:"meta"`
-		Backend string            `json:"backend,omitempty"`
-		Files   map[string]string `json:"files"`
-	}{m.Format, m.Unit, m.Meta, m.Backend, m.Files})
-	return b
-}
-
-func bundleMAC(key, content []byte) string {
-	h := hmac.New(sha256.New, key)
-	h.Write(content)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
+// LockSHA256 is the sha256 of the lock file the plan was made with.
+func (m planMeta) LockSHA256() string { return m.LockFile }
 
 // exportPlan writes the unit's saved plan as a bundle.
 func (x *unitRun) exportPlan() error {
@@ -178,9 +117,9 @@ func (x *unitRun) exportPlan() error {
 		return err
 	}
 	members := map[string][]byte{}
-	for name, p := range map[string]string{bundlePlan: file, bundleJSON: jsonFile, bundleLock: filepath.Join(x.dir, lockFileName)} {
+	for name, p := range map[string]string{bundle.PlanMember: file, bundle.PlanJSONMember: jsonFile, bundle.LockMember: filepath.Join(x.dir, lockFileName)} {
 		data, err := os.ReadFile(p)
-		if errors.Is(err, os.ErrNotExist) && name == bundleLock {
+		if errors.Is(err, os.ErrNotExist) && name == bundle.LockMember {
 			continue
 		}
 		if err != nil {
@@ -188,48 +127,16 @@ func (x *unitRun) exportPlan() error {
 		}
 		members[name] = data
 	}
-	if sha256Hex(members[bundlePlan]) != saved.Plan {
+	if sum := sha256.Sum256(members[bundle.PlanMember]); hex.EncodeToString(sum[:]) != saved.Plan {
 		return fmt.Errorf("%w: the plan file changed while it was read", ErrStalePlan)
 	}
-	host, _ := os.Hostname()
-	m := manifest{Format: bundleFormat, Unit: x.id, Meta: saved, Backend: backend, Files: map[string]string{}, Made: time.Now().UTC(), Host: host}
-	for name, data := range members {
-		m.Files[name] = sha256Hex(data)
-	}
-	m.Digest = sha256Hex(m.content())
-	if x.rs.cmd.bundle.key != nil {
-		m.MAC = bundleMAC(x.rs.cmd.bundle.key, m.content())
-	}
-	mb, err := json.MarshalIndent(&m, "", "  ")
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	add := func(name string, data []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(data)), ModTime: m.Made, Format: tar.FormatPAX}); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
-	}
-	err = add(bundleManifest, mb)
-	for _, name := range slices.Sorted(maps.Keys(members)) {
-		if err == nil {
-			err = add(name, members[name])
-		}
-	}
-	if err = errors.Join(err, tw.Close()); err != nil {
-		return fmt.Errorf("export plan of %s: %w", x.id, err)
-	}
 	dst := BundlePath(x.rs.cmd.bundle.dir, x.id)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+	m := bundle.Manifest[planMeta]{Unit: x.id, Record: saved, Backend: backend}
+	size, err := bundle.Write(dst, &m, members, x.rs.cmd.bundle.key)
+	if err != nil {
 		return fmt.Errorf("export plan of %s: %w", x.id, err)
 	}
-	if err := atomicfile.WriteFile(dst, buf.Bytes(), 0o600); err != nil {
-		return fmt.Errorf("export plan of %s: %w", x.id, err)
-	}
-	x.out.note(fmt.Sprintf("plan exported to %s (%d bytes)", dst, buf.Len()))
+	x.out.note(fmt.Sprintf("plan exported to %s (%d bytes)", dst, size))
 	return nil
 }
 
@@ -273,91 +180,19 @@ func (x *unitRun) portableBackend(what string) (string, error) {
 		"to carry its plans, or apply its saved plan on this machine (ApplyPlan)", ErrLocalState, what, x.id, why)
 }
 
-// readBundle reads and checks the bundle at p for unit id: its form, its
-// members against its digest, its MAC when key is given.
-func readBundle(p, id string, key []byte) (*manifest, map[string][]byte, error) {
-	refuse := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrPlanBundle, p, fmt.Sprintf(format, a...))
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, nil, refuse("%v", err)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, nil, refuse("not a regular file")
-	}
-	tr := tar.NewReader(io.LimitReader(f, maxBundleBytes))
-	members := map[string][]byte{}
-	var total int64
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, nil, refuse("not a plan bundle: %v", err)
-		}
-		switch h.Name {
-		case bundleManifest, bundlePlan, bundleJSON, bundleLock:
-		default:
-			return nil, nil, refuse("unexpected member %q", h.Name)
-		}
-		if _, dup := members[h.Name]; dup || h.Typeflag != tar.TypeReg {
-			return nil, nil, refuse("member %q is repeated or not a file", h.Name)
-		}
-		if total += h.Size; h.Size < 0 || total > maxBundleBytes {
-			return nil, nil, refuse("larger than %d bytes", int64(maxBundleBytes))
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, nil, refuse("read %s: %v", h.Name, err)
-		}
-		members[h.Name] = data
-	}
-	var m manifest
-	if err := json.Unmarshal(members[bundleManifest], &m); err != nil {
-		return nil, nil, refuse("no readable manifest: %v", err)
-	}
-	delete(members, bundleManifest)
+// readBundle reads and checks the bundle at p for unit id (see
+// bundle.Read), and says why it refuses one with ErrPlanBundle, and
+// ErrLocalState when the bundle says its state is local.
+func readBundle(p, id string, key []byte) (*bundle.Manifest[planMeta], map[string][]byte, error) {
+	m, members, err := bundle.Read[planMeta](p, id, key)
+	var refused *bundle.RefusedError
 	switch {
-	case m.Format != bundleFormat:
-		return nil, nil, refuse("format %q, want %q", m.Format, bundleFormat)
-	case m.Digest != sha256Hex(m.content()):
-		return nil, nil, refuse("the manifest does not match its digest (damaged or altered)")
-	case m.Unit != id:
-		return nil, nil, refuse("it is the plan of unit %s, not of %s", m.Unit, id)
-	case key == nil && m.MAC != "":
-		// A keyed bundle checked without a key is checked by its digest
-		// alone, which anyone can recompute: the apply job's secret is
-		// missing, not the bundle's.
-		return nil, nil, refuse("it carries a MAC (exported with a key), and no key was given: give ImportPlan the key ExportPlan had")
-	case key != nil && m.MAC == "":
-		return nil, nil, refuse("it carries no MAC (exported without a key), and a key was given: export it again with the key " +
-			"(ExportPlan(dir, key)); a bundle without a MAC could be anyone's")
-	case key != nil && !hmac.Equal([]byte(m.MAC), []byte(bundleMAC(key, m.content()))):
-		return nil, nil, refuse("its MAC does not match the key (altered, or made with another key)")
+	case errors.As(err, &refused) && refused.LocalState:
+		return nil, nil, fmt.Errorf("%w: %w: %w", ErrPlanBundle, ErrLocalState, err)
+	case err != nil:
+		return nil, nil, fmt.Errorf("%w: %w", ErrPlanBundle, err)
 	}
-	switch m.Backend {
-	case "":
-		return nil, nil, refuse("it records no backend (an older ExportPlan's bundle, or altered): its state may be local to the " +
-			"machine that planned; export the plan again with this version")
-	case "local":
-		return nil, nil, fmt.Errorf("%w: %w: %s: it says its state is in the local backend of the machine that planned (altered?)",
-			ErrPlanBundle, ErrLocalState, p)
-	}
-	if len(m.Files) != len(members) {
-		return nil, nil, refuse("the manifest lists %d members, the bundle holds %d", len(m.Files), len(members))
-	}
-	for name, data := range members {
-		if m.Files[name] != sha256Hex(data) {
-			return nil, nil, refuse("member %s does not match the manifest (damaged or altered)", name)
-		}
-	}
-	if members[bundlePlan] == nil || m.Files[bundlePlan] != m.Meta.Plan || m.Files[bundleLock] != m.Meta.LockFile {
-		return nil, nil, refuse("its plan or lock file is not the one its record describes")
-	}
-	return &m, members, nil
+	return m, members, nil
 }
 
 // importPlan checks the unit's bundle, installs it as its saved plan and
@@ -378,7 +213,7 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 		return stepOutcome{}, fmt.Errorf("%w: %s: the plan of unit %s was made with its state in a backend of type %q, this unit's is %q",
 			ErrPlanBundle, src, x.id, m.Backend, backend)
 	}
-	saved := m.Meta
+	saved := m.Record
 	now := x.planMade()
 	now.Destroy, now.Plan, now.LockFile = saved.Destroy, saved.Plan, saved.LockFile
 	if why := staleness(saved, now, saved.Destroy); why != "" {
@@ -395,25 +230,25 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 		return stepOutcome{}, fmt.Errorf("saved plan dir: %w", err)
 	}
 	lock := filepath.Join(x.dir, lockFileName)
-	if _, ok := members[bundleLock]; !ok {
+	if _, ok := members[bundle.LockMember]; !ok {
 		if err := os.Remove(lock); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return stepOutcome{}, fmt.Errorf("import plan of %s: the plan was made without a lock file: %w", x.id, err)
 		}
 	}
-	for name, dst := range map[string]string{bundlePlan: file, bundleJSON: jsonFile, bundleLock: lock} {
+	for name, dst := range map[string]string{bundle.PlanMember: file, bundle.PlanJSONMember: jsonFile, bundle.LockMember: lock} {
 		data, ok := members[name]
 		if !ok {
 			continue
 		}
 		perm := os.FileMode(0o600) // the plan holds sensitive values as terraform renders them
-		if name == bundleLock {
+		if name == bundle.LockMember {
 			perm = 0o644
 		}
 		if err := atomicfile.WriteFile(dst, data, perm); err != nil {
 			return stepOutcome{}, fmt.Errorf("import plan of %s: %w", x.id, err)
 		}
 	}
-	if js, ok := members[bundleJSON]; ok {
+	if js, ok := members[bundle.PlanJSONMember]; ok {
 		if err := x.writeRedacted(js); err != nil {
 			return stepOutcome{}, fmt.Errorf("import plan of %s: %w", x.id, err)
 		}
@@ -424,7 +259,7 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 		return stepOutcome{}, fmt.Errorf("import plan of %s: %w", x.id, err)
 	}
 	var out stepOutcome
-	if sum, err := summarizePlan(members[bundleJSON]); err == nil {
+	if sum, err := summarizePlan(members[bundle.PlanJSONMember]); err == nil {
 		sum.File, sum.JSONFile, sum.RedactedJSONFile, sum.DestroyPlan = file, jsonFile, x.redactedPath(), saved.Destroy
 		out.plan, out.hasChanges = sum, sum.Add+sum.Change+sum.Destroy+sum.Import > 0
 	}

@@ -11,8 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/bundle"
 	"github.com/tfisolate/tfisolate/internal/testbackend"
 	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
 // TestPlanBundleLocalStateRefused, under both engines, side by side: of
@@ -116,7 +118,7 @@ func TestPlanBundleLocalStateRefused(t *testing.T) {
 		require.NoError(t, err)
 		_, err = a.runner.Run(testCtx(t), ExportPlan(artifacts, nil), ua["http backend (state moves)"])
 		require.NoError(t, err)
-		rewriteManifest(t, BundlePath(artifacts, "plat-ue2-dev/remote"), func(m *manifest) { m.Backend = "" })
+		rewriteManifest(t, BundlePath(artifacts, "plat-ue2-dev/remote"), func(m *bundle.Manifest[planMeta]) { m.Backend = "" })
 		_, err = b.runner.Run(testCtx(t), ImportPlan(artifacts, nil), remote)
 		require.ErrorIs(t, err, ErrPlanBundle)
 		require.ErrorContains(t, err, "records no backend")
@@ -147,30 +149,29 @@ func forgeBundle(t *testing.T, m *machine, p *PlanSummary, id, dst, backend stri
 	require.NotNil(t, p)
 	var meta planMeta
 	require.NoError(t, json.Unmarshal(readFileBytes(t, filepath.Join(filepath.Dir(p.File), planMetaName)), &meta))
-	members := map[string][]byte{bundlePlan: readFileBytes(t, p.File), bundleJSON: readFileBytes(t, p.JSONFile)}
+	members := map[string][]byte{bundle.PlanMember: readFileBytes(t, p.File), bundle.PlanJSONMember: readFileBytes(t, p.JSONFile)}
 	home, err := m.wd.Home("plat-ue2-dev", filepath.Base(id))
 	require.NoError(t, err)
 	require.NoError(t, filepath.WalkDir(home, func(path string, d os.DirEntry, err error) error {
-		if err == nil && d.Name() == lockFileName && sha256Hex(readFileBytes(t, path)) == meta.LockFile {
-			members[bundleLock] = readFileBytes(t, path)
+		if err == nil && d.Name() == lockFileName {
+			if sum, err := treesum.HashFile(path); err == nil && sum == meta.LockFile {
+				members[bundle.LockMember] = readFileBytes(t, path)
+			}
 		}
 		return err
 	}))
-	man := manifest{Format: bundleFormat, Unit: id, Meta: meta, Backend: backend, Files: map[string]string{}}
-	for name, data := range members {
-		man.Files[name] = sha256Hex(data)
-	}
-	writeBundle(t, dst, &man, members)
+	_, err = bundle.Write(dst, &bundle.Manifest[planMeta]{Unit: id, Record: meta, Backend: backend}, members, nil)
+	require.NoError(t, err)
 }
 
 // rewriteManifest changes the manifest of the bundle at p with edit and
 // seals it again with a valid digest and no MAC, as someone without the
 // key could.
-func rewriteManifest(t *testing.T, p string, edit func(*manifest)) {
+func rewriteManifest(t *testing.T, p string, edit func(*bundle.Manifest[planMeta])) {
 	t.Helper()
 	tr := tar.NewReader(bytes.NewReader(readFileBytes(t, p)))
 	members := map[string][]byte{}
-	var man manifest
+	var man bundle.Manifest[planMeta]
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -179,36 +180,13 @@ func rewriteManifest(t *testing.T, p string, edit func(*manifest)) {
 		require.NoError(t, err)
 		data, err := io.ReadAll(tr)
 		require.NoError(t, err)
-		if h.Name == bundleManifest {
+		if h.Name == bundle.ManifestMember {
 			require.NoError(t, json.Unmarshal(data, &man))
 			continue
 		}
 		members[h.Name] = data
 	}
 	edit(&man)
-	writeBundle(t, p, &man, members)
-}
-
-// writeBundle writes a bundle of man (its digest computed here, its MAC
-// dropped) and members at p.
-func writeBundle(t *testing.T, p string, man *manifest, members map[string][]byte) {
-	t.Helper()
-	man.MAC = ""
-	man.Digest = sha256Hex(man.content())
-	mb, err := json.Marshal(man)
+	_, err := bundle.Write(p, &man, members, nil)
 	require.NoError(t, err)
-	var out bytes.Buffer
-	tw := tar.NewWriter(&out)
-	add := func(name string, data []byte) {
-		require.NoError(t, tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(data))}))
-		_, err := tw.Write(data)
-		require.NoError(t, err)
-	}
-	add(bundleManifest, mb)
-	for name, data := range members {
-		add(name, data)
-	}
-	require.NoError(t, tw.Close())
-	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o700))
-	require.NoError(t, os.WriteFile(p, out.Bytes(), 0o600))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/bundle"
 	"github.com/tfisolate/tfisolate/internal/testbackend"
 	"github.com/tfisolate/tfisolate/internal/testenv"
 	"github.com/tfisolate/tfisolate/pluginc"
@@ -93,7 +94,7 @@ func TestPlanBundleAcrossMachines(t *testing.T) {
 		// An altered bundle and a changed checkout are refused.
 		tampered := filepath.Join(w.dir, "tampered")
 		require.NoError(t, copyTree(tampered, artifacts))
-		alterMember(t, BundlePath(tampered, ids[0]), bundleJSON)
+		alterMember(t, BundlePath(tampered, ids[0]), bundle.PlanJSONMember)
 
 		b := newMachine(t, w, "b", fix)
 		ub := b.units(t, srv)
