@@ -87,12 +87,13 @@ func Units(units []Unit, base string, paths []string) []string {
 			b, _ := json.Marshal(sources)
 			key += "\x00" + string(b)
 		}
-		hit, ok := bySource[key]
-		if !ok && unknown {
-			// A source it cannot evaluate may select any module: every
-			// change counts.
-			hit, ok = len(changed) > 0, true
-			bySource[key] = hit
+		// A source it cannot evaluate may select any module: every
+		// change counts. That verdict is the unit's own, never cached: a
+		// unit whose sources evaluate to the same values must neither
+		// take it nor give it its own.
+		hit, ok := len(changed) > 0, unknown
+		if !ok {
+			hit, ok = bySource[key]
 		}
 		if !ok {
 			var dirs []string

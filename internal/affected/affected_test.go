@@ -168,3 +168,30 @@ func TestUnitsDynamicSources(t *testing.T) {
 	}
 	require.Empty(t, Units(units, repo, nil), "no change affects nothing")
 }
+
+// TestUnitsUnknownSourceKeepsItsOwnVerdict: two instances of one component
+// whose known sources evaluate alike, one of them with a source that does
+// not evaluate. Whichever comes first, the one that cannot be evaluated
+// counts every change and the other only its own modules: the per-source
+// verdict is never shared between them.
+func TestUnitsUnknownSourceKeepsItsOwnVerdict(t *testing.T) {
+	repo := t.TempDir()
+	writeTree(t, repo, map[string]string{
+		"components/app/main.tf": `module "net" { source = "../../modules/${var.which}" }`,
+		"modules/blue/main.tf":   `output "o" { value = 1 }`,
+		"elsewhere/x.tf":         `output "o" { value = 1 }`,
+	})
+	app := filepath.Join(repo, "components/app")
+	unit := func(id string, unknown []string) Unit {
+		return Unit{ID: id, Source: app, Evaluate: func(modtree.Files) (map[string]string, []string, error) {
+			return map[string]string{"net": "../../modules/blue"}, unknown, nil
+		}}
+	}
+	known := unit("known", nil)
+	unknown := unit("unknown", []string{`main.tf:2: module "other" source: ...`})
+	for _, order := range [][]Unit{{known, unknown}, {unknown, known}} {
+		require.Equal(t, []string{"unknown"}, Units(order, repo, []string{"elsewhere/x.tf"}), "%s first", order[0].ID)
+		want := []string{order[0].ID, order[1].ID}
+		require.Equal(t, want, Units(order, repo, []string{"modules/blue/main.tf"}), "%s first", order[0].ID)
+	}
+}
