@@ -15,7 +15,7 @@ import (
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
-// TestDefaultPathsAreSafe checks the paths README's Security section
+// TestDefaultPathsAreSafe checks the paths docs/security.md
 // documents, under a user cache dir that does not exist yet: every dir
 // the SDK shares between runs and processes (the plugin cache, the
 // workdir root, the module store beside the cache, the terraform install

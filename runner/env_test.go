@@ -137,11 +137,11 @@ func workdirSpec(stack, instance, src string, files map[string][]byte) workdir.S
 	return workdir.Spec{Stack: stack, Instance: instance, Source: src, Files: files}
 }
 
-// TestReadmeListsAddedEnvironment: docs/engines.md's "Added:" entry of the
+// TestDocsListAddedEnvironment: docs/engines.md's "Added:" entry of the
 // engine environment names every variable the SDK adds to a unit's environment
 // that neither the host's environment nor the unit's Env set: those of
 // unitEnv, TMPDIR (engineEnv) and GOMAXPROCS (internal/tfcmd).
-func TestReadmeListsAddedEnvironment(t *testing.T) {
+func TestDocsListAddedEnvironment(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "docs", "engines.md"))
 	require.NoError(t, err)
 	m := regexp.MustCompile(`(?s)\n- Added: (.*?)\n(?:- |\n)`).FindSubmatch(b)

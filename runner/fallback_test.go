@@ -14,7 +14,7 @@ import (
 	"github.com/tfisolate/tfisolate/pluginc"
 )
 
-// TestMirrorFallbackWarns (issue 36 item 8): the README's fleet set-up, a
+// TestMirrorFallbackWarns (issue 36 item 8): the fleet set-up of docs/fleet.md, a
 // plugin cache whose sources are a network mirror and then the registry,
 // with the mirror stopped: the Run succeeds from the registry, and the
 // fallback reaches the runner's logger (Warn), an event

@@ -304,7 +304,7 @@ func WithCoreGate(cores int) Option {
 
 // WithMemoryBudget bounds the memory the units of a Run use together:
 // a unit starts only when the running units' use plus its expected peak
-// fit in bytes (see the README's memory section). A unit's expected peak
+// fit in bytes (see docs/resources.md). A unit's expected peak
 // is what its component measured before in the same command class (the
 // workdir root's record), else its heaviest class, raised by
 // Unit.ExpectedMemory. A unit expected to use more than the whole budget

@@ -37,7 +37,7 @@ func TestFilterMatch(t *testing.T) {
 	}{
 		{"zero value selects all", nil, nil, stackIDs},
 		{
-			// The README example: "**/" reaches the instance below the
+			// The example of docs/api.md: "**/" reaches the instance below the
 			// stack in every stack.
 			"readme example",
 			[]string{"plat-*/elasticache/*", "!**/redis-cluster-3"}, nil,
