@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/modmanifest"
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/reflink"
 )
 
 // modulesDir is where terraform installs modules under TF_DATA_DIR, and
@@ -257,7 +258,7 @@ func (x *unitRun) refreshStore(ctx context.Context, key string, snap modSnapshot
 		return len(olderModules(have, cur, x.tree.Calls)) == 0 || len(olderModules(cur, have, x.tree.Calls)) > 0, nil
 	}
 	fill := func(ctx context.Context, dir string) error {
-		if err := copyTree(dir, own); err != nil {
+		if err := reflink.CopyTree(dir, own); err != nil {
 			return err
 		}
 		return writeOrigin(dir, modSnapshot{Origin: own, Workdir: x.w.Dir})
@@ -313,7 +314,7 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (mo
 		return modSnapshot{}, err
 	}
 	origin := filepath.Join(w.DataDir, modulesDir)
-	if err := copyTree(dst, origin); err != nil {
+	if err := reflink.CopyTree(dst, origin); err != nil {
 		return modSnapshot{}, fmt.Errorf("snapshot modules: %w", err)
 	}
 	return modSnapshot{Dir: dst, Origin: origin, Workdir: w.Dir}, nil
@@ -382,7 +383,7 @@ func replaceModules(snap modSnapshot, dataDir string, want []byte) (bool, error)
 		return false, err
 	}
 	defer os.RemoveAll(tmp) // gone by rename on success
-	if err := copyTree(tmp, snap.Dir); err != nil {
+	if err := reflink.CopyTree(tmp, snap.Dir); err != nil {
 		return false, err
 	}
 	if err := os.Remove(filepath.Join(tmp, originName)); err != nil && !errors.Is(err, os.ErrNotExist) {
