@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/bundle"
+	"github.com/tfisolate/tfisolate/internal/reflink"
 	"github.com/tfisolate/tfisolate/internal/testbackend"
 	"github.com/tfisolate/tfisolate/internal/testenv"
 	"github.com/tfisolate/tfisolate/pluginc"
@@ -31,7 +32,7 @@ func newMachine(t *testing.T, w *engineWorld, name, fixtureDir string) *machine 
 	t.Helper()
 	dir := filepath.Join(w.dir, name)
 	m := &machine{src: filepath.Join(dir, "checkout", "item")}
-	require.NoError(t, copyTree(m.src, fixtureDir))
+	require.NoError(t, reflink.CopyTree(m.src, fixtureDir))
 	cache, err := pluginc.Open(filepath.Join(dir, "cache"),
 		pluginc.WithSource(pluginc.NetworkMirror(w.reg.MirrorURL())), pluginc.WithHTTPClient(w.reg.HTTPClient()))
 	require.NoError(t, err)
@@ -93,7 +94,7 @@ func TestPlanBundleAcrossMachines(t *testing.T) {
 
 		// An altered bundle and a changed checkout are refused.
 		tampered := filepath.Join(w.dir, "tampered")
-		require.NoError(t, copyTree(tampered, artifacts))
+		require.NoError(t, reflink.CopyTree(tampered, artifacts))
 		alterMember(t, BundlePath(tampered, ids[0]), bundle.PlanJSONMember)
 
 		b := newMachine(t, w, "b", fix)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/affected"
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/fingerprint"
 	"github.com/tfisolate/tfisolate/internal/inplace"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 )
@@ -28,14 +29,14 @@ type appliedRecord struct {
 // externalInputs covers (workspace, var and -backend-config file
 // contents, TF_VAR_*, TF_CLI_ARGS*, the unit's own environment).
 func (x *unitRun) inputsDigest() string {
-	fp := newFingerprint()
-	fp.addString("workdir", x.w.Digest)
-	fp.addFile("lockfile", filepath.Join(x.dir, lockFileName))
-	fp.addString("engine", engineID(x.rs.eng))
+	fp := fingerprint.New()
+	fp.AddString("workdir", x.w.Digest)
+	fp.AddFile("lockfile", filepath.Join(x.dir, lockFileName))
+	fp.AddString("engine", fingerprint.EngineID(x.rs.eng))
 	args, _ := json.Marshal(x.u.Args)
-	fp.add("args", args)
-	fp.addString("external", x.externalInputs())
-	return fp.sum()
+	fp.Add("args", args)
+	fp.AddString("external", x.externalInputs())
+	return fp.Sum()
 }
 
 // unchanged reports whether the unit's inputs are those of its last

@@ -10,6 +10,7 @@ import (
 
 	tfaddr "github.com/hashicorp/terraform-registry-address"
 
+	"github.com/tfisolate/tfisolate/internal/modmanifest"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
@@ -75,7 +76,7 @@ func discover(tree *modtree.Tree, manifest, host string, upgrade bool, rule modt
 		if err != nil {
 			return nil, err
 		}
-		recs, err := parseManifest(b)
+		recs, err := modmanifest.Parse(b)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", manifest, err)
 		}

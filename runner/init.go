@@ -19,6 +19,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/earlyeval"
+	"github.com/tfisolate/tfisolate/internal/fingerprint"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/pluginc"
@@ -145,10 +146,10 @@ func (x *unitRun) planInit(manifest string, force bool) (initPlan, error) {
 		return initPlan{}, fmt.Errorf("read the root module: %w", err)
 	}
 	backend := backendFingerprint(files, x.dir, a.BackendConfig)
-	ps := parts{}
+	ps := fingerprint.Parts{}
 	p := initPlan{files: files, now: initRecord{Backend: backend, Fingerprint: x.initFingerprint(manifest, backend, files, ps)},
 		recPath: filepath.Join(x.w.DataDir, initRecordName)}
-	p.now.Parts = ps.sums()
+	p.now.Parts = ps.Sums()
 	if b, err := os.ReadFile(p.recPath); err == nil {
 		var r initRecord
 		if json.Unmarshal(b, &r) == nil {
@@ -183,7 +184,7 @@ func initChanged(prev, now map[string]string) string {
 		return "something init depends on changed since a record of an older version, which names no input " +
 			"(engine, CLI config, lock file, module calls or installed modules, root configuration, init arguments)"
 	}
-	names := changedParts(prev, now)
+	names := fingerprint.ChangedParts(prev, now)
 	if len(names) == 0 {
 		return "something init depends on changed"
 	}
@@ -192,14 +193,14 @@ func initChanged(prev, now map[string]string) string {
 
 // initFingerprint is the init record's Fingerprint, with each input's
 // part in p.
-func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig, p parts) string {
-	fp := newFingerprintParts(p)
+func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig, p fingerprint.Parts) string {
+	fp := fingerprint.NewWithParts(p)
 	e := x.rs.eng
-	fp.addString("engine", engineID(e)+" "+e.Path)
-	fp.part("engine version", []byte(engineID(e)))
-	fp.part("engine path", []byte(e.Path))
+	fp.AddString("engine", fingerprint.EngineID(e)+" "+e.Path)
+	fp.Part("engine version", []byte(fingerprint.EngineID(e)))
+	fp.Part("engine path", []byte(e.Path))
 	if fi, err := os.Stat(e.Path); err == nil {
-		fp.addPart("binary", "engine binary", fmt.Appendf(nil, "%d %d", fi.Size(), fi.ModTime().UnixNano()))
+		fp.AddPart("binary", "engine binary", fmt.Appendf(nil, "%d %d", fi.Size(), fi.ModTime().UnixNano()))
 	}
 	if c := x.rs.cfg.cache; c != nil {
 		// The runner's CLI config is the cache as a mirror. Its text also
@@ -207,31 +208,31 @@ func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig, p 
 		// components' runs; what this unit takes from it is pinned by the
 		// lock file, so the cache's location and the user's own settings
 		// are what count.
-		fp.addPart("cliconfig", "CLI config", []byte("cache "+c.Dir()+" user "+x.userDigest))
+		fp.AddPart("cliconfig", "CLI config", []byte("cache "+c.Dir()+" user "+x.userDigest))
 	} else if p := x.env["TF_CLI_CONFIG_FILE"]; p != "" {
 		// No plugin cache: terraform reads the user's own CLI config.
 		b, _ := readInput(p)
-		fp.addPart("cliconfig", "CLI config", b)
+		fp.AddPart("cliconfig", "CLI config", b)
 	}
-	lock, _ := os.ReadFile(filepath.Join(x.dir, lockFileName)) // missing: empty, as addFile
-	fp.addPart("lockfile", "lock file", lock)
-	fp.addPart("backend", "backend configuration", []byte(backend))
+	lock, _ := os.ReadFile(filepath.Join(x.dir, lockFileName)) // missing: empty, as AddFile
+	fp.AddPart("lockfile", "lock file", lock)
+	fp.AddPart("backend", "backend configuration", []byte(backend))
 	key, _ := moduleKey(x.tree, x.dynamicCall(root.early))
-	fp.addPart("calls", "module calls", []byte(key))
+	fp.AddPart("calls", "module calls", []byte(key))
 	for _, f := range root.files {
-		fp.addPart("config "+f.name, "configuration file "+f.name, f.data)
+		fp.AddPart("config "+f.name, "configuration file "+f.name, f.data)
 	}
 	if manifest != "" {
 		b, _ := os.ReadFile(manifest)
-		fp.addPart("modules", "installed modules", b)
+		fp.AddPart("modules", "installed modules", b)
 	}
 	a := x.u.Args
 	a.early = earlyeval.Rules{} // the values init reads are in the backend and calls fields
-	fp.addPart("args", "init arguments", []byte(strings.Join(a.initCmd(false).Args, "\x00")))
+	fp.AddPart("args", "init arguments", []byte(strings.Join(a.initCmd(false).Args, "\x00")))
 	for _, k := range []string{"TF_CLI_ARGS", "TF_CLI_ARGS_init"} {
-		fp.addPart(k, envLabel(k), []byte(x.env[k]))
+		fp.AddPart(k, fingerprint.EnvLabel(k), []byte(x.env[k]))
 	}
-	return fp.sum()
+	return fp.Sum()
 }
 
 // dataDirIntact checks that init's products are still in the data dir:

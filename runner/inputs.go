@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tfisolate/tfisolate/internal/fingerprint"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
@@ -83,7 +84,7 @@ func (x *unitRun) externalInputs() string {
 // run after it (planReadsEnv). A saved plan, or a bundle, is refused as
 // stale when it differs; an apply job's own TF_CLI_ARGS_apply is not a
 // reason. Each input's part goes to p.
-func (x *unitRun) planInputs(p parts) string { return x.inputsFingerprint(planReadsEnv, p) }
+func (x *unitRun) planInputs(p fingerprint.Parts) string { return x.inputsFingerprint(planReadsEnv, p) }
 
 // planReadsEnv reports whether the environment variable k can change
 // what a saved plan holds: all but TF_CLI_ARGS_<command> of commands
@@ -101,19 +102,19 @@ func planReadsEnv(k string) bool {
 // for which counts returns true, with each input's part in p (nil: none
 // kept). A -backend-config KEY=VALUE is named by its key alone: the
 // value may be a secret.
-func (x *unitRun) inputsFingerprint(counts func(string) bool, p parts) string {
-	fp := newFingerprintParts(p)
+func (x *unitRun) inputsFingerprint(counts func(string) bool, p fingerprint.Parts) string {
+	fp := fingerprint.NewWithParts(p)
 	ws := x.u.Workspace
 	if ws == "" {
 		ws = defaultWorkspace
 	}
-	fp.addPart("workspace", "workspace", []byte(ws))
+	fp.AddPart("workspace", "workspace", []byte(ws))
 	for _, bc := range x.u.Args.BackendConfig {
 		label := fmt.Sprintf("-backend-config %q", bc) // a file's path
 		if k, _, ok := strings.Cut(bc, "="); ok {
 			label = "-backend-config " + k
 		}
-		fp.addPart("backend-config", label, []byte(bc))
+		fp.AddPart("backend-config", label, []byte(bc))
 	}
 	given, paths := inputFiles(x.dir, x.u.Args)
 	for i, p := range paths {
@@ -126,7 +127,7 @@ func (x *unitRun) inputsFingerprint(counts func(string) bool, p parts) string {
 		if i >= len(x.u.Args.VarFiles) {
 			label = fmt.Sprintf("-backend-config file %q", given[i])
 		}
-		fp.addPart("file "+given[i], label, b)
+		fp.AddPart("file "+given[i], label, b)
 	}
 	env := unitEnv(processEnv(), nil, "", x.u.Env)
 	for _, k := range slices.Sorted(maps.Keys(env)) {
@@ -134,8 +135,8 @@ func (x *unitRun) inputsFingerprint(counts func(string) bool, p parts) string {
 			continue
 		}
 		if strings.HasPrefix(k, "TF_VAR_") || strings.HasPrefix(k, "TF_CLI_ARGS") || x.u.Env[k] != "" {
-			fp.addPart("env "+k, envLabel(k), []byte(env[k]))
+			fp.AddPart("env "+k, fingerprint.EnvLabel(k), []byte(env[k]))
 		}
 	}
-	return fp.sum()
+	return fp.Sum()
 }

@@ -14,14 +14,16 @@ import (
 	"github.com/hashicorp/go-version"
 
 	"github.com/tfisolate/tfisolate/internal/earlyeval"
+	"github.com/tfisolate/tfisolate/internal/modmanifest"
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/reflink"
 )
 
 // modulesDir is where terraform installs modules under TF_DATA_DIR, and
 // manifestName its record of them.
 const (
 	modulesDir   = "modules"
-	manifestName = "modules.json"
+	manifestName = modmanifest.Name
 )
 
 // modSnapshot is a leader's fetched modules directory, copied out of its
@@ -229,7 +231,7 @@ func (x *unitRun) snapshotModules(ctx context.Context, key string, upgrade bool)
 // and a fresh fetch could only give the newest versions the constraints
 // allow, an upgrade the caller did not ask for. A failure is noted in the
 // unit's log and is not the unit's failure: its own modules are in place.
-func (x *unitRun) refreshStore(ctx context.Context, key string, snap modSnapshot, have []manifestRecord) {
+func (x *unitRun) refreshStore(ctx context.Context, key string, snap modSnapshot, have []modmanifest.Record) {
 	store := x.rs.modStore
 	if store == nil {
 		return
@@ -239,7 +241,7 @@ func (x *unitRun) refreshStore(ctx context.Context, key string, snap modSnapshot
 		x.out.note("modules: the module store is not refreshed: " + err.Error())
 		return
 	}
-	theirs, err := parseManifest(b)
+	theirs, err := modmanifest.Parse(b)
 	if err != nil || !sameModuleCalls(have, theirs) {
 		x.out.note("modules: the module store is not refreshed from this unit: its modules were installed for other module calls")
 		return
@@ -250,14 +252,14 @@ func (x *unitRun) refreshStore(ctx context.Context, key string, snap modSnapshot
 		if err != nil {
 			return false, nil // not a set of ours: replace it
 		}
-		cur, err := parseManifest(b)
+		cur, err := modmanifest.Parse(b)
 		if err != nil {
 			return false, nil
 		}
 		return len(olderModules(have, cur, x.tree.Calls)) == 0 || len(olderModules(cur, have, x.tree.Calls)) > 0, nil
 	}
 	fill := func(ctx context.Context, dir string) error {
-		if err := copyTree(dir, own); err != nil {
+		if err := reflink.CopyTree(dir, own); err != nil {
 			return err
 		}
 		return writeOrigin(dir, modSnapshot{Origin: own, Workdir: x.w.Dir})
@@ -313,7 +315,7 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (mo
 		return modSnapshot{}, err
 	}
 	origin := filepath.Join(w.DataDir, modulesDir)
-	if err := copyTree(dst, origin); err != nil {
+	if err := reflink.CopyTree(dst, origin); err != nil {
 		return modSnapshot{}, fmt.Errorf("snapshot modules: %w", err)
 	}
 	return modSnapshot{Dir: dst, Origin: origin, Workdir: w.Dir}, nil
@@ -321,9 +323,9 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (mo
 
 // installed is what installModules did.
 type installed struct {
-	copied bool             // the snapshot was copied in
-	older  []string         // the snapshot was not copied: it is older in these modules (olderModules)
-	have   []manifestRecord // the unit's own manifest when older is set
+	copied bool                 // the snapshot was copied in
+	older  []string             // the snapshot was not copied: it is older in these modules (olderModules)
+	have   []modmanifest.Record // the unit's own manifest when older is set
 }
 
 // installModules gives dataDir its own copy of the snapshot, its manifest
@@ -341,18 +343,18 @@ func installModules(snap modSnapshot, dataDir string, calls []modtree.Call, neve
 	if err != nil {
 		return installed{}, err
 	}
-	want, err := rebaseManifest(raw, snap.Origin, snap.Workdir, dst)
+	want, err := modmanifest.Rebase(raw, snap.Origin, snap.Workdir, dst)
 	if err != nil {
 		return installed{}, err
 	}
 	if have, err := os.ReadFile(filepath.Join(dst, manifestName)); err == nil {
-		if sameManifest(have, want) {
+		if modmanifest.Same(have, want) {
 			return installed{}, nil
 		}
 		if neverOlder {
 			// A manifest that does not parse says nothing to keep.
-			haveRecs, herr := parseManifest(have)
-			wantRecs, werr := parseManifest(want)
+			haveRecs, herr := modmanifest.Parse(have)
+			wantRecs, werr := modmanifest.Parse(want)
 			if herr == nil && werr == nil {
 				if older := olderModules(haveRecs, wantRecs, calls); len(older) > 0 {
 					return installed{older: older, have: haveRecs}, nil
@@ -382,7 +384,7 @@ func replaceModules(snap modSnapshot, dataDir string, want []byte) (bool, error)
 		return false, err
 	}
 	defer os.RemoveAll(tmp) // gone by rename on success
-	if err := copyTree(tmp, snap.Dir); err != nil {
+	if err := reflink.CopyTree(tmp, snap.Dir); err != nil {
 		return false, err
 	}
 	if err := os.Remove(filepath.Join(tmp, originName)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -421,8 +423,8 @@ func replaceModules(snap modSnapshot, dataDir string, want []byte) (bool, error)
 // (when the call is one of the component's own, whose constraint is
 // known): a version the configuration no longer allows was not asked for,
 // and replacing it is what terraform itself would do.
-func olderModules(have, set []manifestRecord, calls []modtree.Call) []string {
-	theirs := make(map[string]manifestRecord, len(set))
+func olderModules(have, set []modmanifest.Record, calls []modtree.Call) []string {
+	theirs := make(map[string]modmanifest.Record, len(set))
 	for _, r := range set {
 		theirs[r.Key] = r
 	}
@@ -466,8 +468,8 @@ func moduleName(key string) string {
 
 // sameModuleCalls reports whether two manifests record the same module
 // keys with the same sources: two answers to the same module calls.
-func sameModuleCalls(a, b []manifestRecord) bool {
-	calls := func(rs []manifestRecord) map[string]string {
+func sameModuleCalls(a, b []modmanifest.Record) bool {
+	calls := func(rs []modmanifest.Record) map[string]string {
 		m := make(map[string]string, len(rs))
 		for _, r := range rs {
 			m[r.Key] = r.Source

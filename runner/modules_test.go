@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/modmanifest"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 )
@@ -152,7 +153,7 @@ func TestRemoteModuleFetchedOnce(t *testing.T) {
 		dataDir := filepath.Join(home, ".tfisolate", "data")
 		b, err := os.ReadFile(filepath.Join(dataDir, "modules", "modules.json"))
 		require.NoError(t, err)
-		recs, err := parseManifest(b)
+		recs, err := modmanifest.Parse(b)
 		require.NoError(t, err)
 		var dirs []string
 		for _, rec := range recs {
@@ -239,7 +240,7 @@ module "net" {
 		dataDir := filepath.Join(home, ".tfisolate", "data")
 		b, err := os.ReadFile(filepath.Join(dataDir, "modules", "modules.json"))
 		require.NoError(t, err)
-		recs, err := parseManifest(b)
+		recs, err := modmanifest.Parse(b)
 		require.NoError(t, err)
 		dirs := map[string]string{}
 		for _, rec := range recs {
@@ -254,35 +255,35 @@ module "net" {
 // installed modules a set holds in an older version.
 func TestOlderModules(t *testing.T) {
 	const src = "registry.tfisolate.test/tfisolate/greet/tfitest"
-	rec := func(key, source, ver string) manifestRecord {
-		return manifestRecord{Key: key, Source: source, Version: ver, Dir: ".terraform/modules/" + key}
+	rec := func(key, source, ver string) modmanifest.Record {
+		return modmanifest.Record{Key: key, Source: source, Version: ver, Dir: ".terraform/modules/" + key}
 	}
-	root := manifestRecord{Key: "", Source: "", Dir: "."}
+	root := modmanifest.Record{Key: "", Source: "", Dir: "."}
 	calls := []modtree.Call{{Key: "greet", Source: src, Version: ">= 1.0.0"}, {Key: "pinned", Source: src, Version: "~> 1.0.0"}}
 	cases := []struct {
 		name      string
-		have, set []manifestRecord
+		have, set []modmanifest.Record
 		want      []string
 	}{
-		{name: "set older", have: []manifestRecord{root, rec("greet", src, "1.1.0")}, set: []manifestRecord{root, rec("greet", src, "1.0.0")},
+		{name: "set older", have: []modmanifest.Record{root, rec("greet", src, "1.1.0")}, set: []modmanifest.Record{root, rec("greet", src, "1.0.0")},
 			want: []string{"module.greet " + src + ": 1.1.0, the set has 1.0.0"}},
-		{name: "set newer", have: []manifestRecord{rec("greet", src, "1.0.0")}, set: []manifestRecord{rec("greet", src, "1.1.0")}},
-		{name: "same", have: []manifestRecord{rec("greet", src, "1.1.0")}, set: []manifestRecord{rec("greet", src, "1.1.0")}},
-		{name: "patch and prerelease order", have: []manifestRecord{rec("greet", src, "1.0.10")}, set: []manifestRecord{rec("greet", src, "1.0.10-rc.1")},
+		{name: "set newer", have: []modmanifest.Record{rec("greet", src, "1.0.0")}, set: []modmanifest.Record{rec("greet", src, "1.1.0")}},
+		{name: "same", have: []modmanifest.Record{rec("greet", src, "1.1.0")}, set: []modmanifest.Record{rec("greet", src, "1.1.0")}},
+		{name: "patch and prerelease order", have: []modmanifest.Record{rec("greet", src, "1.0.10")}, set: []modmanifest.Record{rec("greet", src, "1.0.10-rc.1")},
 			want: []string{"module.greet " + src + ": 1.0.10, the set has 1.0.10-rc.1"}},
-		{name: "another source", have: []manifestRecord{rec("greet", src, "1.1.0")}, set: []manifestRecord{rec("greet", src+"x", "1.0.0")}},
-		{name: "not in the set", have: []manifestRecord{rec("greet", src, "1.1.0")}, set: []manifestRecord{rec("other", src, "1.0.0")}},
-		{name: "no versions (not a registry module)", have: []manifestRecord{rec("greet", "git::https://example.test/m.git", "")},
-			set: []manifestRecord{rec("greet", "git::https://example.test/m.git", "")}},
-		{name: "unparsable version", have: []manifestRecord{rec("greet", src, "latest")}, set: []manifestRecord{rec("greet", src, "1.0.0")}},
-		{name: "the constraint no longer allows the unit's", have: []manifestRecord{rec("pinned", src, "1.1.0")}, set: []manifestRecord{rec("pinned", src, "1.0.5")}},
-		{name: "the constraint allows the unit's", have: []manifestRecord{rec("pinned", src, "1.0.7")}, set: []manifestRecord{rec("pinned", src, "1.0.5")},
+		{name: "another source", have: []modmanifest.Record{rec("greet", src, "1.1.0")}, set: []modmanifest.Record{rec("greet", src+"x", "1.0.0")}},
+		{name: "not in the set", have: []modmanifest.Record{rec("greet", src, "1.1.0")}, set: []modmanifest.Record{rec("other", src, "1.0.0")}},
+		{name: "no versions (not a registry module)", have: []modmanifest.Record{rec("greet", "git::https://example.test/m.git", "")},
+			set: []modmanifest.Record{rec("greet", "git::https://example.test/m.git", "")}},
+		{name: "unparsable version", have: []modmanifest.Record{rec("greet", src, "latest")}, set: []modmanifest.Record{rec("greet", src, "1.0.0")}},
+		{name: "the constraint no longer allows the unit's", have: []modmanifest.Record{rec("pinned", src, "1.1.0")}, set: []modmanifest.Record{rec("pinned", src, "1.0.5")}},
+		{name: "the constraint allows the unit's", have: []modmanifest.Record{rec("pinned", src, "1.0.7")}, set: []modmanifest.Record{rec("pinned", src, "1.0.5")},
 			want: []string{"module.pinned " + src + ": 1.0.7, the set has 1.0.5"}},
-		{name: "nested module, constraint unknown", have: []manifestRecord{rec("greet.inner", src, "2.0.0")}, set: []manifestRecord{rec("greet.inner", src, "1.9.0")},
+		{name: "nested module, constraint unknown", have: []modmanifest.Record{rec("greet.inner", src, "2.0.0")}, set: []modmanifest.Record{rec("greet.inner", src, "1.9.0")},
 			want: []string{"module.greet.inner " + src + ": 2.0.0, the set has 1.9.0"}},
 		{name: "several, sorted; newer ones ignored",
-			have: []manifestRecord{rec("z", src, "3.0.0"), rec("greet", src, "1.2.0"), rec("b", src, "1.0.0")},
-			set:  []manifestRecord{rec("greet", src, "1.1.0"), rec("b", src, "1.5.0"), rec("z", src, "2.0.0")},
+			have: []modmanifest.Record{rec("z", src, "3.0.0"), rec("greet", src, "1.2.0"), rec("b", src, "1.0.0")},
+			set:  []modmanifest.Record{rec("greet", src, "1.1.0"), rec("b", src, "1.5.0"), rec("z", src, "2.0.0")},
 			want: []string{"module.greet " + src + ": 1.2.0, the set has 1.1.0", "module.z " + src + ": 3.0.0, the set has 2.0.0"}},
 	}
 	for _, tc := range cases {
@@ -291,9 +292,9 @@ func TestOlderModules(t *testing.T) {
 		})
 	}
 
-	require.True(t, sameModuleCalls([]manifestRecord{root, rec("greet", src, "1.1.0")}, []manifestRecord{rec("greet", src, "1.0.0"), root}))
-	require.False(t, sameModuleCalls([]manifestRecord{root, rec("greet", src, "1.1.0")}, []manifestRecord{root, rec("greet", src+"x", "1.1.0")}))
-	require.False(t, sameModuleCalls([]manifestRecord{root, rec("greet", src, "1.1.0")}, []manifestRecord{root}))
+	require.True(t, sameModuleCalls([]modmanifest.Record{root, rec("greet", src, "1.1.0")}, []modmanifest.Record{rec("greet", src, "1.0.0"), root}))
+	require.False(t, sameModuleCalls([]modmanifest.Record{root, rec("greet", src, "1.1.0")}, []modmanifest.Record{root, rec("greet", src+"x", "1.1.0")}))
+	require.False(t, sameModuleCalls([]modmanifest.Record{root, rec("greet", src, "1.1.0")}, []modmanifest.Record{root}))
 }
 
 // TestInstallModulesNeverOlder: a snapshot holding an older version of a
@@ -342,4 +343,47 @@ func TestInstallModulesNeverOlder(t *testing.T) {
 	require.True(t, inst.copied, "an upgrade's fresh resolution is installed as it is")
 	require.Empty(t, inst.older)
 	require.Equal(t, "# 1.0.0\n", version(t, dataDir))
+}
+
+func TestModuleKey(t *testing.T) {
+	write := func(t *testing.T, files map[string]string) string {
+		dir := t.TempDir()
+		for name, body := range files {
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		}
+		return filepath.Join(dir, "c")
+	}
+	moduleKey := func(dir string) (string, bool) { return moduleKey(modtree.Walk(dir, modtree.TerraformFiles), nil) }
+	nested := map[string]string{
+		"c/main.tf": `module "net" { source = "../modules/net" }`,
+		"modules/net/a.tf": `module "vpc" {
+  source  = "example.test/acme/vpc/aws"
+  version = "~> 1.0"
+}`,
+	}
+	key, remote := moduleKey(write(t, nested))
+	require.True(t, remote, "a remote call inside a local module counts")
+	require.Equal(t, "net\t../modules/net\t\nnet.vpc\texample.test/acme/vpc/aws\t~> 1.0", key)
+
+	again, _ := moduleKey(write(t, nested))
+	require.Equal(t, key, again, "the same component elsewhere has the same key")
+
+	moved := map[string]string{
+		"c/main.tf":  `module "net" { source = "./net" }`,
+		"c/net/a.tf": nested["modules/net/a.tf"],
+	}
+	other, remote := moduleKey(write(t, moved))
+	require.True(t, remote)
+	require.NotEqual(t, key, other, "another local layout is another key")
+
+	_, remote = moduleKey(write(t, map[string]string{
+		"c/main.tf":   `module "x" { source = "./x" }`,
+		"c/x/main.tf": `output "o" { value = 1 }`,
+	}))
+	require.False(t, remote, "local modules only")
+
+	_, remote = moduleKey(write(t, map[string]string{"c/main.tf": `module "self" { source = "./" }`}))
+	require.False(t, remote, "a cycle ends the walk")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/fingerprint"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
@@ -166,15 +167,15 @@ func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
 // planMade is what a plan made now would be made from: the workdir's
 // digest, the engine, the arguments and the inputs, with their parts.
 func (x *unitRun) planMade() planMeta {
-	p := parts{}
+	p := fingerprint.Parts{}
 	// The workdir's digest, per part: what the source decides, and each
 	// generated file (the names the spec gives them).
-	p.add("the component's files", []byte(x.w.SourceDigest))
+	p.Add("the component's files", []byte(x.w.SourceDigest))
 	for name, data := range x.generated {
-		p.add("generated file "+name, data)
+		p.Add("generated file "+name, data)
 	}
-	return planMeta{Digest: x.w.Digest, Engine: engineID(x.rs.eng),
-		Args: planArgsDigest(x.u, p), Inputs: x.planInputs(p), Parts: p.sums()}
+	return planMeta{Digest: x.w.Digest, Engine: fingerprint.EngineID(x.rs.eng),
+		Args: planArgsDigest(x.u, p), Inputs: x.planInputs(p), Parts: p.Sums()}
 }
 
 // checkSavedPlan refuses a saved plan that is missing or stale. The
@@ -273,8 +274,8 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) (out stepOutcome,
 const staleSavedPlan = "Saved plan is stale"
 
 // staleness says what changed between a saved plan's record and now, ""
-// when nothing did: the inputs that differ, by name (changedParts),
-// never their values. A record of an older version names no inputs: it
+// when nothing did: the inputs that differ, by name
+// (fingerprint.ChangedParts), never their values. A record of an older version names no inputs: it
 // says which of its digests differ.
 func staleness(saved, now planMeta, wantDestroy bool) string {
 	var why []string
@@ -307,7 +308,7 @@ func staleness(saved, now planMeta, wantDestroy bool) string {
 	}
 	at := saved.Created.Format(time.RFC3339)
 	if len(digests) > 0 {
-		names := changedParts(saved.Parts, now.Parts)
+		names := fingerprint.ChangedParts(saved.Parts, now.Parts)
 		switch {
 		case saved.Parts == nil:
 			why = append(why, fmt.Sprintf("%s changed since a record of an older version (saved at %s, naming no input)", strings.Join(digests, "; "), at))
@@ -330,27 +331,27 @@ func staleness(saved, now planMeta, wantDestroy bool) string {
 // (planReadsEnv: TF_CLI_ARGS_apply and the like). Each argument's part
 // goes to p under its flag ("argument -target"), a -var under its
 // variable's name ("-var region"): never a value.
-func planArgsDigest(u *Unit, p parts) string {
-	fp := newFingerprintParts(p)
+func planArgsDigest(u *Unit, p fingerprint.Parts) string {
+	fp := fingerprint.NewWithParts(p)
 	args := u.Args.planCmd("", false, "").Args
 	for i, a := range args {
 		switch {
 		case a == "-var":
-			fp.addString("arg", a) // its NAME=VALUE names it
+			fp.AddString("arg", a) // its NAME=VALUE names it
 		case i > 0 && args[i-1] == "-var":
 			name, _, _ := strings.Cut(a, "=")
-			fp.addPart("arg", "-var "+name, []byte(a))
+			fp.AddPart("arg", "-var "+name, []byte(a))
 		default:
 			flag, _, _ := strings.Cut(a, "=")
-			fp.addPart("arg", "argument "+flag, []byte(a))
+			fp.AddPart("arg", "argument "+flag, []byte(a))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
 		if planReadsEnv(k) {
-			fp.addPart("env "+k, envLabel(k), []byte(u.Env[k]))
+			fp.AddPart("env "+k, fingerprint.EnvLabel(k), []byte(u.Env[k]))
 		}
 	}
-	return fp.sum()
+	return fp.Sum()
 }
 
 // summarizePlan counts a plan's changes the way terraform's summary line

@@ -1,4 +1,4 @@
-package runner
+package reflink
 
 import (
 	"errors"
@@ -6,15 +6,19 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/tfisolate/tfisolate/internal/reflink"
 )
 
-// copyTree copies the tree at src into dst (created if missing): regular
-// files (cloned where the filesystem can, always a new inode, so a unit
-// writing its copy never touches another's), directories and symlinks,
-// keeping permission bits. Anything else is refused.
-func copyTree(dst, src string) error {
+// CopyTree copies the tree at src into dst (created if missing): regular
+// files (by Copy: cloned where the filesystem can, always a new inode, so
+// whoever writes a copy never touches the source or another copy),
+// directories and symlinks (copied as links, their targets as written),
+// keeping permission bits: a directory is always open to its owner
+// (rwx, so the copy can be filled and removed), a file gets its mode less
+// the umask. A file that already exists in dst is an error, never
+// overwritten. Anything but a directory, a regular file or a symlink is
+// refused. On error, what was copied so far stays: copy into a temp dir
+// to remove it.
+func CopyTree(dst, src string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -55,6 +59,6 @@ func copyFile(dst, src string, perm fs.FileMode) (err error) {
 	if err != nil {
 		return err
 	}
-	_, err = reflink.Copy(out, in)
+	_, err = Copy(out, in)
 	return errors.Join(err, out.Close())
 }
