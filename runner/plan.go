@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/redact"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
@@ -84,7 +85,7 @@ func (x *unitRun) redactedPath() string {
 // the owner's only (0600); the redacted one is for sharing (a PR comment,
 // a CI artifact): 0644, in the same 0700 dir.
 func (x *unitRun) writeRedacted(doc []byte) error {
-	redacted, err := redactPlanJSON(doc)
+	redacted, err := redact.PlanJSON(doc, SensitiveMarker)
 	if err != nil {
 		return err
 	}
