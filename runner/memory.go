@@ -23,6 +23,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/memory"
 	"github.com/tfisolate/tfisolate/internal/pathtrust"
+	"github.com/tfisolate/tfisolate/internal/retry"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 )
 
@@ -499,7 +500,7 @@ func (m *memGate) retryable(err error) bool {
 	case kindInit, kindPlan, kindSavePlan, kindValidate, kindOutput:
 		return true
 	case kindApply, kindDestroy:
-		return !mayHaveChanged(err)
+		return !retry.MayHaveChanged(err)
 	}
 	return false
 }
@@ -564,7 +565,7 @@ func (m *memGate) oomKilled(i int, err error, before int64, victims []memory.Pro
 			return true
 		}
 	}
-	// As the engine printed it or unwrapped (see unwrapped).
+	// As the engine printed it or unwrapped (see tfcmd.Unwrapped).
 	if pluginDiedRe.MatchString(te.Stderr) || pluginDiedRe.MatchString(strings.Join(strings.Fields(te.Stderr), " ")) {
 		log.Debug("the kernel killed a plugin of the unit for memory, as terraform's error says", "unit", m.rs.g.ID(i))
 		return true

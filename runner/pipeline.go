@@ -300,7 +300,7 @@ func (x *unitRun) run(ctx context.Context, phase Phase, what string, cmd func(lo
 // logged and sent as an event.
 func (x *unitRun) retry(ctx context.Context, phase Phase, fn func() error) error {
 	p := x.rs.cfg.retry
-	return p.withRetry(ctx, func(n int, err error, wait time.Duration) {
+	return p.policy().Do(ctx, func(n int, err error, wait time.Duration) {
 		x.rec.retries++
 		x.out.note(fmt.Sprintf("%s: transient error, retry %d of %d in %s: %s", phase, n, p.Max, wait.Round(time.Millisecond), firstLine(err)))
 		x.rs.em.emit(Event{Unit: x.id, Phase: phase, Status: Running, Retry: n, Err: err})

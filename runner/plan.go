@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/redact"
+	"github.com/tfisolate/tfisolate/internal/retry"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
@@ -245,7 +246,7 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) (out stepOutcome,
 	}
 	r, err := x.run(ctx, PhaseApply, "apply", func(lt string) tfcmd.Cmd { return x.u.Args.applyPlanCmd(lt, file) })
 	if err != nil {
-		if !mayHaveChanged(err) {
+		if !retry.MayHaveChanged(err) {
 			// Nothing was changed (a lock, the backend, a refusal): the
 			// plan may be applied again.
 			_ = os.Remove(x.applyingPath())
