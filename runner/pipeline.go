@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/tfisolate/tfisolate/cliconfig"
+	"github.com/tfisolate/tfisolate/internal/lockinfo"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/workdir"
@@ -287,7 +288,7 @@ func (x *unitRun) run(ctx context.Context, phase Phase, what string, cmd func(lo
 	err := x.retry(ctx, phase, func() error {
 		return x.withStateLock(ctx, what, func(lt string) error {
 			c := cmd(lt)
-			c.LogFailure = func(err error) bool { return !isStateLockErr(err) }
+			c.LogFailure = func(err error) bool { return !lockinfo.IsLocked(err) }
 			r, err := x.tf.Run(ctx, c)
 			out = r
 			return err
