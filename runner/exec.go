@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 
+	"github.com/tfisolate/tfisolate/internal/lockinfo"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 )
 
@@ -64,7 +65,7 @@ func (h *Handle) Exec(ctx context.Context, args ...string) ([]byte, error) {
 	stop := context.AfterFunc(h.alive, func() { cancel(ErrHandleDone) })
 	defer stop()
 	c := tfcmd.Raw(args...)
-	c.LogFailure = func(err error) bool { return !isStateLockErr(err) }
+	c.LogFailure = func(err error) bool { return !lockinfo.IsLocked(err) }
 	r, err := h.x.tf.Run(ctx, c)
 	out := r.Stdout
 	var te *tfcmd.Error

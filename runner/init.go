@@ -342,16 +342,11 @@ func configFiles(dir string, overlay map[string][]byte, rule modtree.Files) ([]c
 // is not initialized for what it was asked to do.
 var needsInitRe = regexp.MustCompile(`(?i)(terraform|tofu) init|initialization required|Required plugins are not installed|Module not installed|Inconsistent dependency lock file|Backend configuration changed`)
 
-func needsInit(err error) bool { return needsInitRe.MatchString(unwrapped(err)) }
-
-// unwrapped is err's text with the engine's line wrapping undone: an
-// engine wraps a diagnostic to the terminal width, so a phrase the runner
-// matches may break anywhere between its words.
-func unwrapped(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+func needsInit(err error) bool { return needsInitRe.MatchString(tfcmd.Unwrapped(err)) }
 
 var backendChangedRe = regexp.MustCompile(`(?i)Backend configuration changed|Backend initialization required`)
 
-func backendChanged(err error) bool { return backendChangedRe.MatchString(unwrapped(err)) }
+func backendChanged(err error) bool { return backendChangedRe.MatchString(tfcmd.Unwrapped(err)) }
 
 // backendFingerprint hashes the root module's backend (or cloud) blocks,
 // in HCL files (.tf, .tofu) and JSON files (.tf.json, .tofu.json), with

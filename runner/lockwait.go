@@ -3,78 +3,21 @@ package runner
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strings"
 	"time"
 
+	"github.com/tfisolate/tfisolate/internal/lockinfo"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
-// stateLockMarker is how terraform reports a state lock held by someone
-// else, on every backend.
-const stateLockMarker = "Error acquiring the state lock"
-
-var (
-	lockFieldRe = regexp.MustCompile(`(?m)^\s*(ID|Path|Operation|Who|Version|Created|Info):[ \t]*(.*?)\s*$`)
-	// heldIDRe is how backends that print the requester's lock info
-	// (http) name the holder: only by ID.
-	heldIDRe = regexp.MustCompile(`already locked: ID=(\S+)`)
-)
-
-// createdLayout is how terraform prints a lock's creation time (Go's
-// time.Time.String).
-const createdLayout = "2006-01-02 15:04:05.999999999 -0700 MST"
-
-// parseStateLock reads the "Lock Info:" block of terraform's lock error;
-// nil when it has none.
-func parseStateLock(msg string) *StateLock {
-	_, info, ok := strings.Cut(msg, "Lock Info:")
-	if !ok {
-		return nil
-	}
-	l := &StateLock{}
-	for _, m := range lockFieldRe.FindAllStringSubmatch(info, -1) {
-		v := m[2]
-		switch m[1] {
-		case "ID":
-			if l.ID == "" {
-				l.ID = v
-			}
-		case "Path":
-			l.Path = v
-		case "Operation":
-			l.Operation = v
-		case "Who":
-			l.Who = v
-		case "Version":
-			l.Version = v
-		case "Created":
-			if t, err := time.Parse(createdLayout, v); err == nil {
-				l.Created = t
-			}
-		case "Info":
-			l.Info = v
-		}
-	}
-	if l.ID == "" {
-		return nil
-	}
-	return l
-}
-
-// lockHolder reads who holds the lock from terraform's lock error. Some
-// backends print the lock info of the failed attempt itself, not the
-// holder's: the http backend names the holder only as "ID=...", and the
-// pg backend not at all. An info block that is this attempt's own (its
-// ID is not the holder's, or it was created by this user on this host
-// after the attempt began) is not taken for the holder's.
+// lockHolder reads who holds the lock from terraform's lock error (see
+// lockinfo.Holder). An info block that may be this attempt's own, and
+// was created by this user on this host after the attempt began, is not
+// taken for the holder's.
 func lockHolder(msg string, attempt time.Time) *StateLock {
-	l := parseStateLock(msg)
-	if m := heldIDRe.FindStringSubmatch(msg); m != nil {
-		if l == nil || l.ID != m[1] {
-			return &StateLock{ID: m[1]}
-		}
+	h, sure := lockinfo.Holder(msg)
+	l := stateLock(h)
+	if sure {
 		return l
 	}
 	if l != nil {
@@ -92,8 +35,13 @@ const (
 	lockMaxStep   = 8 * time.Second
 )
 
-func isStateLockErr(err error) bool {
-	return err != nil && strings.Contains(err.Error(), stateLockMarker)
+// stateLock is l as runner's public StateLock; nil for nil.
+func stateLock(l *lockinfo.Lock) *StateLock {
+	if l == nil {
+		return nil
+	}
+	s := StateLock(*l) // the same fields: a new one in either fails to compile here
+	return &s
 }
 
 // withStateLock runs fn until it does not fail on a state lock or the
@@ -111,7 +59,7 @@ func (x *unitRun) withStateLock(ctx context.Context, what string, fn func(lockTi
 	for {
 		start := time.Now()
 		err := fn(fmt.Sprintf("%dms", step.Milliseconds()))
-		if err == nil || ctx.Err() != nil || !isStateLockErr(err) {
+		if err == nil || ctx.Err() != nil || !lockinfo.IsLocked(err) {
 			if !waitedFrom.IsZero() {
 				x.rec.stateWait += start.Sub(waitedFrom)
 				x.waitEvent(Wait{Lock: WaitStateLock, State: x.rec.stateLock, Waited: start.Sub(waitedFrom), Done: true})
@@ -171,39 +119,14 @@ func (x *unitRun) instanceWait(w workdir.LockWait) {
 func (x *unitRun) staleLockError(waited time.Duration, cause error) error {
 	l := x.rec.stateLock
 	if l == nil {
-		return fmt.Errorf("%w by a holder the backend does not name; gave up after %s: %s", ErrStateLocked, waited.Round(time.Second), stateLockMarker)
+		return fmt.Errorf("%w by a holder the backend does not name; gave up after %s: %s", ErrStateLocked, waited.Round(time.Second), lockinfo.Marker)
 	}
 	holder, stale := fmt.Sprintf("lock %s (the backend does not say who holds it or since when)", l.ID), "is stale"
 	if !l.Created.IsZero() {
 		holder, stale = fmt.Sprintf("%s (%s ago)", l, time.Since(l.Created).Round(time.Second)), "may be stale"
 	}
 	return fmt.Errorf("%w by %s; gave up after %s: %s.\nIf that run is gone the lock %s: release it with runner.ForceUnlock(ctx, unit, %q), or run:\n\n    %s",
-		ErrStateLocked, holder, waited.Round(time.Second), stateLockMarker, stale, l.ID, x.forceUnlockCommand(l.ID))
-}
-
-// forceUnlockCommand is the shell command that releases lock id as it is
-// printed: in the unit's directory, with its data dir (a plain
-// `terraform force-unlock` there would ask for init), without a prompt.
-// The workspace terraform selected is in the data dir.
-func (x *unitRun) forceUnlockCommand(id string) string {
-	return fmt.Sprintf("cd %s && TF_DATA_DIR=%s %s %s", shellQuote(x.dir), shellQuote(x.w.DataDir),
-		shellQuote(x.rs.eng.Path), strings.Join(mapQuote(tfcmd.ForceUnlock(id).Args), " "))
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func mapQuote(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = shellQuote(a)
-	}
-	return out
+		ErrStateLocked, holder, waited.Round(time.Second), lockinfo.Marker, stale, l.ID, lockinfo.ForceUnlockCommand(x.dir, x.w.DataDir, x.rs.eng.Path, l.ID))
 }
 
 // recoverLock force-unlocks l when the instance's journal proves that one

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
+	"github.com/tfisolate/tfisolate/internal/lockinfo"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -22,7 +23,7 @@ func TestStaleLockErrorCommandOnItsOwnLine(t *testing.T) {
 		x.rec.stateLock = &StateLock{ID: "lock-1", Who: "ci@runner-7", Created: created}
 		err := x.staleLockError(5*time.Second, errors.New("terraform plan: exit status 1: Error acquiring the state lock"))
 		require.ErrorIs(t, err, ErrStateLocked)
-		cmd := x.forceUnlockCommand("lock-1")
+		cmd := lockinfo.ForceUnlockCommand("/w/src/app", "/w/data", "/opt/bin/terraform", "lock-1")
 		var found bool
 		for _, l := range strings.Split(err.Error(), "\n") {
 			if strings.Contains(l, "force-unlock") {
@@ -39,4 +40,25 @@ func TestStaleLockErrorCommandOnItsOwnLine(t *testing.T) {
 func TestNilStateLockString(t *testing.T) {
 	var l *StateLock
 	require.Equal(t, "the holder is not known (the engine named none)", l.String())
+}
+
+// TestLockHolderNotOwnAttempt: the info block of this user's own failed
+// attempt (created since the attempt began) is not taken for the
+// holder's, unless the backend named the holder by that ID; an older
+// lock of the same user, or another user's, is the holder.
+func TestLockHolderNotOwnAttempt(t *testing.T) {
+	who, _ := lockWho()
+	attempt := time.Now().Truncate(time.Second)
+	block := func(id, who string, created time.Time) string {
+		return "Error acquiring the state lock\nLock Info:\n  ID:        " + id + "\n  Who:       " + who +
+			"\n  Created:   " + created.String() + "\n"
+	}
+	require.Nil(t, lockHolder(block("mine", who, attempt.Add(time.Second)), attempt), "this attempt's own info")
+	require.Equal(t, "older", lockHolder(block("older", who, attempt.Add(-time.Minute)), attempt).ID)
+	require.Equal(t, "theirs", lockHolder(block("theirs", "ci@elsewhere", attempt.Add(time.Second)), attempt).ID)
+	named := "lock already locked: ID=mine\n" + block("mine", who, attempt.Add(time.Second))
+	l := lockHolder(named, attempt)
+	require.Equal(t, "mine", l.ID, "named by the backend")
+	require.Equal(t, who, l.Who)
+	require.True(t, l.Created.Equal(attempt.Add(time.Second)), "%v", l.Created)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/tfisolate/tfisolate/internal/admission"
+	"github.com/tfisolate/tfisolate/internal/retry"
 )
 
 // NoMemoryBudget, given to WithMemoryBudget, turns the memory budget off:
@@ -96,7 +97,7 @@ func (rs *runState) retryableAfterOOM(err error) bool {
 	case kindInit, kindPlan, kindSavePlan, kindValidate, kindOutput:
 		return true
 	case kindApply, kindDestroy:
-		return !mayHaveChanged(err)
+		return !retry.MayHaveChanged(err)
 	}
 	return false
 }

@@ -86,7 +86,7 @@ terraform {
 			})
 			out, err := run(dir, "init", "-input=false")
 			require.Error(t, err, out)
-			require.True(t, DefaultRetry.transient(engineErr(out)), "%s said:\n%s", e.Name, out)
+			require.True(t, DefaultRetry.policy().Transient(engineErr(out)), "%s said:\n%s", e.Name, out)
 		})
 
 		t.Run("stale saved plan", func(t *testing.T) {

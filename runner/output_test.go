@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -57,28 +56,4 @@ func TestOutputLinesNeverInterleave(t *testing.T) {
 			require.True(t, strings.HasPrefix(l, fmt.Sprintf("unit %d ", u)) || l == "tail without newline", l)
 		}
 	}
-}
-
-func TestParseStateLock(t *testing.T) {
-	// As terraform 1.x prints it (local backend).
-	msg := `
-Error: Error acquiring the state lock
-
-Error message: resource temporarily unavailable
-Lock Info:
-  ID:        0b9c5d3e-52a1-6c70-1b2b-2f6c0a3c7d11
-  Path:      /tmp/x/shared.tfstate
-  Operation: OperationTypeApply
-  Who:       ci@runner-7
-  Version:   1.11.4
-  Created:   2026-11-21 23:50:00.1 +0000 UTC
-  Info:
-
-Terraform acquires a state lock to protect the state from being written
-by multiple users at the same time.`
-	got := parseStateLock(msg)
-	require.NotNil(t, got)
-	require.Equal(t, StateLock{ID: "0b9c5d3e-52a1-6c70-1b2b-2f6c0a3c7d11", Path: "/tmp/x/shared.tfstate", Operation: "OperationTypeApply",
-		Who: "ci@runner-7", Version: "1.11.4", Created: time.Date(2026, 11, 21, 23, 50, 0, 100_000_000, time.UTC)}, *got)
-	require.Nil(t, parseStateLock("Error acquiring the state lock"))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/tfisolate/tfisolate/cliconfig"
+	"github.com/tfisolate/tfisolate/internal/lockinfo"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/workdir"
@@ -287,7 +288,7 @@ func (x *unitRun) run(ctx context.Context, phase Phase, what string, cmd func(lo
 	err := x.retry(ctx, phase, func() error {
 		return x.withStateLock(ctx, what, func(lt string) error {
 			c := cmd(lt)
-			c.LogFailure = func(err error) bool { return !isStateLockErr(err) }
+			c.LogFailure = func(err error) bool { return !lockinfo.IsLocked(err) }
 			r, err := x.tf.Run(ctx, c)
 			out = r
 			return err
@@ -300,7 +301,7 @@ func (x *unitRun) run(ctx context.Context, phase Phase, what string, cmd func(lo
 // logged and sent as an event.
 func (x *unitRun) retry(ctx context.Context, phase Phase, fn func() error) error {
 	p := x.rs.cfg.retry
-	return p.withRetry(ctx, func(n int, err error, wait time.Duration) {
+	return p.policy().Do(ctx, func(n int, err error, wait time.Duration) {
 		x.rec.retries++
 		x.out.note(fmt.Sprintf("%s: transient error, retry %d of %d in %s: %s", phase, n, p.Max, wait.Round(time.Millisecond), firstLine(err)))
 		x.rs.em.emit(Event{Unit: x.id, Phase: phase, Status: Running, Retry: n, Err: err})

@@ -14,6 +14,8 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/fingerprint"
+	"github.com/tfisolate/tfisolate/internal/redact"
+	"github.com/tfisolate/tfisolate/internal/retry"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
@@ -85,7 +87,7 @@ func (x *unitRun) redactedPath() string {
 // the owner's only (0600); the redacted one is for sharing (a PR comment,
 // a CI artifact): 0644, in the same 0700 dir.
 func (x *unitRun) writeRedacted(doc []byte) error {
-	redacted, err := redactPlanJSON(doc)
+	redacted, err := redact.PlanJSON(doc, SensitiveMarker)
 	if err != nil {
 		return err
 	}
@@ -245,7 +247,7 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) (out stepOutcome,
 	}
 	r, err := x.run(ctx, PhaseApply, "apply", func(lt string) tfcmd.Cmd { return x.u.Args.applyPlanCmd(lt, file) })
 	if err != nil {
-		if !mayHaveChanged(err) {
+		if !retry.MayHaveChanged(err) {
 			// Nothing was changed (a lock, the backend, a refusal): the
 			// plan may be applied again.
 			_ = os.Remove(x.applyingPath())

@@ -1,14 +1,13 @@
 package runner
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"regexp"
+	"slices"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/tfcmd"
+	"github.com/tfisolate/tfisolate/internal/retry"
 )
 
 // RetryPolicy says which failures of terraform init and of a predefined
@@ -94,80 +93,13 @@ func (p RetryPolicy) check() error {
 	return nil
 }
 
-// transient reports whether err matches the policy's patterns, as the
-// engine printed it or with its diagnostics' line wrapping undone: the
-// engines wrap a diagnostic's text to the terminal width, so where a
-// phrase breaks depends on what comes before it (OpenTofu 1.12 printed
-// "giving up after 2\nattempt(s)" after a loopback URL).
-func (p RetryPolicy) transient(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg, flat := err.Error(), unwrapped(err)
-	match := func(re *regexp.Regexp) bool { return re.MatchString(msg) || re.MatchString(flat) }
+// policy is p as internal/retry runs it: the patterns that make a
+// failure transient are DefaultTransientErrors, unless NoDefaults, then
+// Patterns.
+func (p RetryPolicy) policy() retry.Policy {
+	patterns := p.Patterns
 	if !p.NoDefaults {
-		for _, re := range DefaultTransientErrors {
-			if match(re) {
-				return true
-			}
-		}
+		patterns = append(slices.Clone(DefaultTransientErrors), p.Patterns...)
 	}
-	for _, re := range p.Patterns {
-		if match(re) {
-			return true
-		}
-	}
-	return false
-}
-
-// mayHaveChanged reports whether err is a terraform failure after which
-// infrastructure may differ from the state (see RetryPolicy).
-func mayHaveChanged(err error) bool {
-	var te *tfcmd.Error
-	return errors.As(err, &te) && te.MayHaveChanged()
-}
-
-// jitter spreads a wait over 80-120 % of d, so units throttled together
-// do not retry in lockstep and meet the throttle again.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return d
-	}
-	return d*8/10 + rand.N(d*4/10+1)
-}
-
-// wait returns how long to wait before retry n (1-based), before jitter.
-func (p RetryPolicy) wait(n int) time.Duration {
-	d := p.Backoff
-	for i := 1; i < n; i++ {
-		d *= 2
-		if p.MaxBackoff > 0 && d >= p.MaxBackoff {
-			return p.MaxBackoff
-		}
-	}
-	if p.MaxBackoff > 0 {
-		d = min(d, p.MaxBackoff)
-	}
-	return d
-}
-
-// withRetry runs fn, repeating it after transient failures as the
-// policy says. onRetry is called before each wait with the attempt
-// number (1-based), the error and the wait. The wait ends early when ctx does.
-func (p RetryPolicy) withRetry(ctx context.Context, onRetry func(n int, err error, wait time.Duration), fn func() error) error {
-	for n := 1; ; n++ {
-		err := fn()
-		if err == nil || n > p.Max || ctx.Err() != nil || !p.transient(err) || mayHaveChanged(err) {
-			return err
-		}
-		d := jitter(p.wait(n))
-		onRetry(n, err, d)
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
+	return retry.Policy{Max: p.Max, Backoff: p.Backoff, MaxBackoff: p.MaxBackoff, Patterns: patterns}
 }

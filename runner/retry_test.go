@@ -113,7 +113,7 @@ func TestDefaultTransientErrors(t *testing.T) {
 		`Error: pq: password authentication failed for user "tf"`:                                false,
 		`Error: Unsupported argument`:                                                            false,
 	} {
-		require.Equal(t, want, p.transient(errors.New(msg)), "%s", msg)
+		require.Equal(t, want, p.policy().Transient(errors.New(msg)), "%s", msg)
 	}
 }
 
@@ -145,19 +145,4 @@ func TestRetryNotAfterProvisioner(t *testing.T) {
 	require.ErrorContains(t, err, "429 Too Many Requests")
 	require.Zero(t, rep.Results[0].Retries)
 	require.Contains(t, readFile(t, state), `"status": "tainted"`, "created once, tainted by its provisioner")
-}
-
-// TestJitter: each wait is spread over 80-120 % of the policy's backoff.
-func TestJitter(t *testing.T) {
-	const d = 10 * time.Second
-	lo, hi := d, time.Duration(0)
-	for range 1000 {
-		j := jitter(d)
-		require.GreaterOrEqual(t, j, d*8/10)
-		require.LessOrEqual(t, j, d*12/10)
-		lo, hi = min(lo, j), max(hi, j)
-	}
-	require.Less(t, lo, d*9/10, "waits spread below the backoff")
-	require.Greater(t, hi, d*11/10, "and above it")
-	require.Zero(t, jitter(0))
 }
