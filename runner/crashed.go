@@ -3,11 +3,11 @@ package runner
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/tfisolate/tfisolate/internal/journal"
 )
 
 // settleCrashed deals, right after the instance lock is taken and before
@@ -21,7 +21,6 @@ import (
 // it may be writing the state, and a state lock it holds is live, so
 // nothing (WithStaleLockRecovery included) runs beside it.
 func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
-	_, host := lockWho()
 	for i := range x.crashed {
 		c := &x.crashed[i]
 		cr := CrashedRun{PID: c.PID, Host: c.Host, Command: c.Command, Started: c.Started}
@@ -38,12 +37,12 @@ func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
 					x.out.note(fmt.Sprintf("its terraform (pid %d) wrote its output to %s", e.PID, e.Output))
 				}
 			}
-			if c.Host == host && canFindLeftovers {
+			if c.OnThisHost() && canFindLeftovers {
 				var seen time.Time
 				cr.Waited, cr.Killed, seen, err = x.settleEngine(ctx, *e)
-				// Kept in the journal (endJournal writes x.crashed back):
+				// Kept in the journal (journal.End writes x.crashed back):
 				// the engine's last sign of life, which bounds the state
-				// locks it can have left (leftBy).
+				// locks it can have left (journal.LeftBy).
 				if seen.After(e.Alive) {
 					e.Alive = seen
 				}
@@ -56,7 +55,9 @@ func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
 			return err
 		}
 	}
-	x.sweepEngineOutput()
+	// With the instance lock held, no running host reads the engine
+	// output files no crashed run names.
+	journal.SweepOutputs(filepath.Join(x.w.DataDir, engineDir), x.crashed)
 	return nil
 }
 
@@ -67,7 +68,7 @@ func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
 // engine ran at least until then, and only until a moment no later than
 // that can the runner prove it (the wait's end says it is gone, not when
 // it went).
-func (x *unitRun) settleEngine(ctx context.Context, e journalEngine) (waited time.Duration, killed []string, seen time.Time, err error) {
+func (x *unitRun) settleEngine(ctx context.Context, e journal.Engine) (waited time.Duration, killed []string, seen time.Time, err error) {
 	names := x.engineNames()
 	scanned := time.Now()
 	ls := groupLeftovers(e.PID, e.Start, x.w.DataDir, names)
@@ -125,28 +126,6 @@ func (x *unitRun) engineNames() []string {
 	return names
 }
 
-// sweepEngineOutput removes the engine output files in the instance's
-// data dir that no crashed run in the journal names: with the instance
-// lock held, no running host will read them.
-func (x *unitRun) sweepEngineOutput() {
-	dir := filepath.Join(x.w.DataDir, engineDir)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	var keep []string
-	for _, c := range x.crashed {
-		if e := c.Engine; e != nil && e.Output != "" {
-			keep = append(keep, e.Output, strings.TrimSuffix(e.Output, ".out")+".err")
-		}
-	}
-	for _, e := range ents {
-		if p := filepath.Join(dir, e.Name()); !slices.Contains(keep, p) {
-			_ = os.Remove(p)
-		}
-	}
-}
-
 // reapUnit ends, before the instance lock is released, what this unit's
 // terraform processes left running. Each engine's process group is
 // checked (one kill(2) each when empty, as it is after a clean exit);
@@ -180,9 +159,18 @@ func (x *unitRun) reapUnit(ctx context.Context, interrupted bool) {
 // reapUnit.
 func (x *unitRun) engineStarted(pid int, output string) {
 	x.rs.mem.track(x.idx, pid)
-	e := journalEngine{PID: pid, Start: procStartTime(pid), Output: output, Began: time.Now()}
+	e := journal.Engine{PID: pid, Start: procStartTime(pid), Output: output, Began: time.Now()}
 	x.engines = append(x.engines, e)
-	if err := recordEngine(x.w.DataDir, e); err != nil {
+	if err := journal.RecordEngine(x.w.DataDir, e); err != nil {
 		x.rs.cfg.logger.Warn("cannot record terraform in the instance journal", "unit", x.id, "pid", pid, "err", err)
 	}
+}
+
+// journalLock is what the journal needs of l to tell whether a crashed
+// run left it (journal.LeftBy); a nil l gives a lock that none left.
+func journalLock(l *StateLock) journal.Lock {
+	if l == nil {
+		return journal.Lock{}
+	}
+	return journal.Lock{ID: l.ID, Who: l.Who, Created: l.Created}
 }

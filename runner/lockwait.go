@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfisolate/tfisolate/internal/journal"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/workdir"
 )
@@ -78,7 +79,7 @@ func lockHolder(msg string, attempt time.Time) *StateLock {
 		return l
 	}
 	if l != nil {
-		who, _ := lockWho()
+		who, _ := journal.Who()
 		if l.Who == who && !l.Created.Before(attempt) {
 			return nil // our own attempt's info
 		}
@@ -212,7 +213,7 @@ func mapQuote(args []string) []string {
 // l was taken by the same user on the same host while that run was under
 // way. It reports whether the lock was released.
 func (x *unitRun) recoverLock(ctx context.Context, l *StateLock) bool {
-	c := leftBy(l, x.crashed)
+	c := journal.LeftBy(journalLock(l), x.crashed)
 	if c == nil || x.unlocked[l.ID] {
 		return false
 	}
