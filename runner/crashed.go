@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/journal"
+	"github.com/tfisolate/tfisolate/internal/reap"
 )
 
 // settleCrashed deals, right after the instance lock is taken and before
@@ -37,7 +38,7 @@ func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
 					x.out.note(fmt.Sprintf("its terraform (pid %d) wrote its output to %s", e.PID, e.Output))
 				}
 			}
-			if c.OnThisHost() && canFindLeftovers {
+			if c.OnThisHost() && reap.Supported {
 				var seen time.Time
 				cr.Waited, cr.Killed, seen, err = x.settleEngine(ctx, *e)
 				// Kept in the journal (journal.End writes x.crashed back):
@@ -63,57 +64,27 @@ func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
 
 // settleEngine waits for engine e of a crashed run, and any terraform it
 // started, to end (never longer than WithCrashedEngineWait), then kills
-// what they left in their process group. seen is when the last scan
-// that found an engine still running began (zero when none did): the
-// engine ran at least until then, and only until a moment no later than
-// that can the runner prove it (the wait's end says it is gone, not when
-// it went).
+// what they left in their process group (reap.Settle). seen is when the
+// last scan that found an engine still running began (zero when none
+// did): the engine ran at least until then.
 func (x *unitRun) settleEngine(ctx context.Context, e journal.Engine) (waited time.Duration, killed []string, seen time.Time, err error) {
-	names := x.engineNames()
-	scanned := time.Now()
-	ls := groupLeftovers(e.PID, e.Start, x.w.DataDir, names)
-	defer func() { closeLeftovers(ls) }()
-	deadline := time.Now().Add(x.rs.cfg.crashWait)
-	announced := map[int]bool{}
-	for {
-		var engines []leftover
-		for _, l := range ls {
-			if l.engine {
-				engines = append(engines, l)
-			}
-		}
-		if len(engines) == 0 {
-			break
-		}
-		seen = scanned
-		for _, l := range engines {
-			if !announced[l.pid] {
-				announced[l.pid] = true
-				x.out.note(fmt.Sprintf("waiting for %s (pid %d), started by the run that never finished, to finish (at most %s)", l.exe, l.pid, x.rs.cfg.crashWait))
-				x.rs.em.emit(Event{Unit: x.id, Phase: PhasePrepare, Status: Running, WaitPID: l.pid})
-			}
-		}
-		t := time.Now()
-		running := waitGone(ctx, engines, deadline)
-		waited += time.Since(t)
-		if len(running) > 0 {
-			if err := ctx.Err(); err != nil {
-				return waited, nil, seen, err
-			}
-			return waited, nil, seen, &EngineRunningError{PID: running[0].pid, Exe: running[0].exe, Waited: waited, Workdir: x.dir}
-		}
-		// Whatever the engines left (or a terraform a shim started, once
-		// the shim is gone).
-		closeLeftovers(ls)
-		scanned = time.Now()
-		ls = groupLeftovers(e.PID, e.Start, x.w.DataDir, names)
+	g := reap.Group{PGID: e.PID, Start: e.Start, DataDir: x.w.DataDir, Engines: x.engineNames()}
+	s, err := reap.Settle(ctx, g, x.rs.cfg.crashWait, func(p reap.Process) {
+		x.out.note(fmt.Sprintf("waiting for %s (pid %d), started by the run that never finished, to finish (at most %s)", p.Exe, p.PID, x.rs.cfg.crashWait))
+		x.rs.em.emit(Event{Unit: x.id, Phase: PhasePrepare, Status: Running, WaitPID: p.PID})
+	})
+	if err != nil {
+		return s.Waited, nil, s.Seen, err
 	}
-	for _, l := range killLeftovers(ls) {
-		killed = append(killed, l.String())
-		x.out.note("killed leftover process " + l.String())
-		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process of a crashed run", "unit", x.id, "pid", l.pid, "exe", l.exe)
+	if r := s.Running; r != nil {
+		return s.Waited, nil, s.Seen, &EngineRunningError{PID: r.PID, Exe: r.Exe, Waited: s.Waited, Workdir: x.dir}
 	}
-	return waited, killed, seen, nil
+	for _, p := range s.Killed {
+		killed = append(killed, p.String())
+		x.out.note("killed leftover process " + p.String())
+		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process of a crashed run", "unit", x.id, "pid", p.PID, "exe", p.Exe)
+	}
+	return s.Waited, killed, s.Seen, nil
 }
 
 // engineNames are the executable names an engine process has: terraform,
@@ -133,24 +104,24 @@ func (x *unitRun) engineNames() []string {
 // host's processes searched for the unit's TF_DATA_DIR, to find a
 // provisioner's job that left the group.
 func (x *unitRun) reapUnit(ctx context.Context, interrupted bool) {
-	var found []leftover
+	var found []reap.Process
 	for _, e := range x.engines {
-		found = append(found, groupLeftovers(e.PID, e.Start, x.w.DataDir, nil)...)
+		found = append(found, reap.Group{PGID: e.PID, Start: e.Start, DataDir: x.w.DataDir}.Find()...)
 	}
 	if interrupted {
-		for _, l := range scanLeftovers(x.w.DataDir) {
-			if !slices.ContainsFunc(found, func(f leftover) bool { return f.pid == l.pid }) {
-				found = append(found, l)
+		for _, p := range reap.Scan(x.w.DataDir) {
+			if !slices.ContainsFunc(found, func(f reap.Process) bool { return f.PID == p.PID }) {
+				found = append(found, p)
 			} else {
-				closeLeftovers([]leftover{l})
+				reap.Close([]reap.Process{p})
 			}
 		}
 	}
-	defer closeLeftovers(found)
-	for _, l := range killLeftovers(found) {
-		x.rs.mem.reaped(x.idx, l.pid) // a SIGKILL of ours, not the kernel's
-		x.out.note("killed leftover process " + l.String())
-		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process", "unit", x.id, "pid", l.pid, "exe", l.exe)
+	defer reap.Close(found)
+	for _, p := range reap.Kill(found) {
+		x.rs.mem.reaped(x.idx, p.PID) // a SIGKILL of ours, not the kernel's
+		x.out.note("killed leftover process " + p.String())
+		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process", "unit", x.id, "pid", p.PID, "exe", p.Exe)
 	}
 }
 
@@ -159,7 +130,7 @@ func (x *unitRun) reapUnit(ctx context.Context, interrupted bool) {
 // reapUnit.
 func (x *unitRun) engineStarted(pid int, output string) {
 	x.rs.mem.track(x.idx, pid)
-	e := journal.Engine{PID: pid, Start: procStartTime(pid), Output: output, Began: time.Now()}
+	e := journal.Engine{PID: pid, Start: reap.StartTime(pid), Output: output, Began: time.Now()}
 	x.engines = append(x.engines, e)
 	if err := journal.RecordEngine(x.w.DataDir, e); err != nil {
 		x.rs.cfg.logger.Warn("cannot record terraform in the instance journal", "unit", x.id, "pid", pid, "err", err)

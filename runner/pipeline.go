@@ -18,6 +18,7 @@ import (
 	"github.com/tfisolate/tfisolate/cliconfig"
 	"github.com/tfisolate/tfisolate/internal/journal"
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/reap"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/workdir"
 )
@@ -436,10 +437,10 @@ func (x *unitRun) step(ctx context.Context) (stepOutcome, error) {
 	killer.Go(func() {
 		select {
 		case <-x.rs.kill:
-			ls := scanLeftovers(x.w.DataDir)
-			defer closeLeftovers(ls)
-			for _, l := range killLeftovers(ls) {
-				x.out.note("killed at a stop's kill: " + l.String())
+			ps := reap.Scan(x.w.DataDir)
+			defer reap.Close(ps)
+			for _, p := range reap.Kill(ps) {
+				x.out.note("killed at a stop's kill: " + p.String())
 			}
 		case <-stepDone:
 		}
