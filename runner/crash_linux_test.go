@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -91,6 +92,27 @@ func waitProcessEnd(t *testing.T, fd int, bound time.Duration) {
 		require.Equal(t, 1, n, "the engine still runs after %s", bound)
 		return
 	}
+}
+
+// parentPID reads pid's parent from /proc/PID/stat (the field after the
+// state, which follows the command name in parentheses).
+func parentPID(pid int) (int, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 2 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+	}
+	return strconv.Atoi(f[1])
+}
+
+// pidfdExited reports whether the process of pidfd fd has ended, without
+// waiting.
+func pidfdExited(fd int) bool {
+	n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+	return err == nil && n > 0
 }
 
 // keptEngineOutputs returns the stdout files engines left under root.
@@ -207,7 +229,7 @@ func TestNextRunWaitsForCrashedEngine(t *testing.T) {
 			t.Fatalf("the child ended before its apply: %v\n%s", c.Wait(), c.Output())
 		}
 		tfPID, tfFD := engineProcess(t, e.Path, s.root)
-		shimPID, err := strconv.Atoi(string(procStatFields(tfPID)[1]))
+		shimPID, err := parentPID(tfPID)
 		require.NoError(t, err)
 		held := hold.started(t)
 		require.NoError(t, syscall.Kill(-c.PID(), syscall.SIGKILL))
@@ -326,7 +348,7 @@ func TestCrashLeftoversReapedFirst(t *testing.T) {
 		goneFirst := map[Phase]bool{}
 		r, err := New(WithWorkdirs(wd), WithTerraform(e.Path), WithEvents(func(ev Event) {
 			if ev.Phase != PhaseQueued && ev.Phase != PhasePrepare && ev.Phase != PhaseDone {
-				goneFirst[ev.Phase] = exited(bgFD)
+				goneFirst[ev.Phase] = pidfdExited(bgFD)
 			}
 		}))
 		require.NoError(t, err)

@@ -3,11 +3,12 @@ package runner
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/tfisolate/tfisolate/internal/journal"
+	"github.com/tfisolate/tfisolate/internal/reap"
 )
 
 // settleCrashed deals, right after the instance lock is taken and before
@@ -21,7 +22,6 @@ import (
 // it may be writing the state, and a state lock it holds is live, so
 // nothing (WithStaleLockRecovery included) runs beside it.
 func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
-	_, host := lockWho()
 	for i := range x.crashed {
 		c := &x.crashed[i]
 		cr := CrashedRun{PID: c.PID, Host: c.Host, Command: c.Command, Started: c.Started}
@@ -38,12 +38,12 @@ func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
 					x.out.note(fmt.Sprintf("its terraform (pid %d) wrote its output to %s", e.PID, e.Output))
 				}
 			}
-			if c.Host == host && canFindLeftovers {
+			if c.OnThisHost() && reap.Supported {
 				var seen time.Time
 				cr.Waited, cr.Killed, seen, err = x.settleEngine(ctx, *e)
-				// Kept in the journal (endJournal writes x.crashed back):
+				// Kept in the journal (journal.End writes x.crashed back):
 				// the engine's last sign of life, which bounds the state
-				// locks it can have left (leftBy).
+				// locks it can have left (journal.LeftBy).
 				if seen.After(e.Alive) {
 					e.Alive = seen
 				}
@@ -56,63 +56,35 @@ func (x *unitRun) settleCrashed(ctx context.Context, t0 time.Time) error {
 			return err
 		}
 	}
-	x.sweepEngineOutput()
+	// With the instance lock held, no running host reads the engine
+	// output files no crashed run names.
+	journal.SweepOutputs(filepath.Join(x.w.DataDir, engineDir), x.crashed)
 	return nil
 }
 
 // settleEngine waits for engine e of a crashed run, and any terraform it
 // started, to end (never longer than WithCrashedEngineWait), then kills
-// what they left in their process group. seen is when the last scan
-// that found an engine still running began (zero when none did): the
-// engine ran at least until then, and only until a moment no later than
-// that can the runner prove it (the wait's end says it is gone, not when
-// it went).
-func (x *unitRun) settleEngine(ctx context.Context, e journalEngine) (waited time.Duration, killed []string, seen time.Time, err error) {
-	names := x.engineNames()
-	scanned := time.Now()
-	ls := groupLeftovers(e.PID, e.Start, x.w.DataDir, names)
-	defer func() { closeLeftovers(ls) }()
-	deadline := time.Now().Add(x.rs.cfg.crashWait)
-	announced := map[int]bool{}
-	for {
-		var engines []leftover
-		for _, l := range ls {
-			if l.engine {
-				engines = append(engines, l)
-			}
-		}
-		if len(engines) == 0 {
-			break
-		}
-		seen = scanned
-		for _, l := range engines {
-			if !announced[l.pid] {
-				announced[l.pid] = true
-				x.out.note(fmt.Sprintf("waiting for %s (pid %d), started by the run that never finished, to finish (at most %s)", l.exe, l.pid, x.rs.cfg.crashWait))
-				x.rs.em.emit(Event{Unit: x.id, Phase: PhasePrepare, Status: Running, WaitPID: l.pid})
-			}
-		}
-		t := time.Now()
-		running := waitGone(ctx, engines, deadline)
-		waited += time.Since(t)
-		if len(running) > 0 {
-			if err := ctx.Err(); err != nil {
-				return waited, nil, seen, err
-			}
-			return waited, nil, seen, &EngineRunningError{PID: running[0].pid, Exe: running[0].exe, Waited: waited, Workdir: x.dir}
-		}
-		// Whatever the engines left (or a terraform a shim started, once
-		// the shim is gone).
-		closeLeftovers(ls)
-		scanned = time.Now()
-		ls = groupLeftovers(e.PID, e.Start, x.w.DataDir, names)
+// what they left in their process group (reap.Settle). seen is when the
+// last scan that found an engine still running began (zero when none
+// did): the engine ran at least until then.
+func (x *unitRun) settleEngine(ctx context.Context, e journal.Engine) (waited time.Duration, killed []string, seen time.Time, err error) {
+	g := reap.Group{PGID: e.PID, Start: e.Start, DataDir: x.w.DataDir, Engines: x.engineNames()}
+	s, err := reap.Settle(ctx, g, x.rs.cfg.crashWait, func(p reap.Process) {
+		x.out.note(fmt.Sprintf("waiting for %s (pid %d), started by the run that never finished, to finish (at most %s)", p.Exe, p.PID, x.rs.cfg.crashWait))
+		x.rs.em.emit(Event{Unit: x.id, Phase: PhasePrepare, Status: Running, WaitPID: p.PID})
+	})
+	if err != nil {
+		return s.Waited, nil, s.Seen, err
 	}
-	for _, l := range killLeftovers(ls) {
-		killed = append(killed, l.String())
-		x.out.note("killed leftover process " + l.String())
-		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process of a crashed run", "unit", x.id, "pid", l.pid, "exe", l.exe)
+	if r := s.Running; r != nil {
+		return s.Waited, nil, s.Seen, &EngineRunningError{PID: r.PID, Exe: r.Exe, Waited: s.Waited, Workdir: x.dir}
 	}
-	return waited, killed, seen, nil
+	for _, p := range s.Killed {
+		killed = append(killed, p.String())
+		x.out.note("killed leftover process " + p.String())
+		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process of a crashed run", "unit", x.id, "pid", p.PID, "exe", p.Exe)
+	}
+	return s.Waited, killed, s.Seen, nil
 }
 
 // engineNames are the executable names an engine process has: terraform,
@@ -125,28 +97,6 @@ func (x *unitRun) engineNames() []string {
 	return names
 }
 
-// sweepEngineOutput removes the engine output files in the instance's
-// data dir that no crashed run in the journal names: with the instance
-// lock held, no running host will read them.
-func (x *unitRun) sweepEngineOutput() {
-	dir := filepath.Join(x.w.DataDir, engineDir)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	var keep []string
-	for _, c := range x.crashed {
-		if e := c.Engine; e != nil && e.Output != "" {
-			keep = append(keep, e.Output, strings.TrimSuffix(e.Output, ".out")+".err")
-		}
-	}
-	for _, e := range ents {
-		if p := filepath.Join(dir, e.Name()); !slices.Contains(keep, p) {
-			_ = os.Remove(p)
-		}
-	}
-}
-
 // reapUnit ends, before the instance lock is released, what this unit's
 // terraform processes left running. Each engine's process group is
 // checked (one kill(2) each when empty, as it is after a clean exit);
@@ -154,24 +104,24 @@ func (x *unitRun) sweepEngineOutput() {
 // host's processes searched for the unit's TF_DATA_DIR, to find a
 // provisioner's job that left the group.
 func (x *unitRun) reapUnit(ctx context.Context, interrupted bool) {
-	var found []leftover
+	var found []reap.Process
 	for _, e := range x.engines {
-		found = append(found, groupLeftovers(e.PID, e.Start, x.w.DataDir, nil)...)
+		found = append(found, reap.Group{PGID: e.PID, Start: e.Start, DataDir: x.w.DataDir}.Find()...)
 	}
 	if interrupted {
-		for _, l := range scanLeftovers(x.w.DataDir) {
-			if !slices.ContainsFunc(found, func(f leftover) bool { return f.pid == l.pid }) {
-				found = append(found, l)
+		for _, p := range reap.Scan(x.w.DataDir) {
+			if !slices.ContainsFunc(found, func(f reap.Process) bool { return f.PID == p.PID }) {
+				found = append(found, p)
 			} else {
-				closeLeftovers([]leftover{l})
+				reap.Close([]reap.Process{p})
 			}
 		}
 	}
-	defer closeLeftovers(found)
-	for _, l := range killLeftovers(found) {
-		x.rs.mem.Reaped(x.idx, l.pid) // a SIGKILL of ours, not the kernel's
-		x.out.note("killed leftover process " + l.String())
-		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process", "unit", x.id, "pid", l.pid, "exe", l.exe)
+	defer reap.Close(found)
+	for _, p := range reap.Kill(found) {
+		x.rs.mem.Reaped(x.idx, p.PID) // a SIGKILL of ours, not the kernel's
+		x.out.note("killed leftover process " + p.String())
+		x.rs.cfg.logger.WarnContext(ctx, "killed leftover process", "unit", x.id, "pid", p.PID, "exe", p.Exe)
 	}
 }
 
@@ -180,9 +130,18 @@ func (x *unitRun) reapUnit(ctx context.Context, interrupted bool) {
 // reapUnit.
 func (x *unitRun) engineStarted(pid int, output string) {
 	x.rs.mem.Track(x.idx, pid)
-	e := journalEngine{PID: pid, Start: procStartTime(pid), Output: output, Began: time.Now()}
+	e := journal.Engine{PID: pid, Start: reap.StartTime(pid), Output: output, Began: time.Now()}
 	x.engines = append(x.engines, e)
-	if err := recordEngine(x.w.DataDir, e); err != nil {
+	if err := journal.RecordEngine(x.w.DataDir, e); err != nil {
 		x.rs.cfg.logger.Warn("cannot record terraform in the instance journal", "unit", x.id, "pid", pid, "err", err)
 	}
+}
+
+// journalLock is what the journal needs of l to tell whether a crashed
+// run left it (journal.LeftBy); a nil l gives a lock that none left.
+func journalLock(l *StateLock) journal.Lock {
+	if l == nil {
+		return journal.Lock{}
+	}
+	return journal.Lock{ID: l.ID, Who: l.Who, Created: l.Created}
 }

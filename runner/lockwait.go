@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tfisolate/tfisolate/internal/journal"
 	"github.com/tfisolate/tfisolate/internal/lockinfo"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/workdir"
@@ -21,7 +22,7 @@ func lockHolder(msg string, attempt time.Time) *StateLock {
 		return l
 	}
 	if l != nil {
-		who, _ := lockWho()
+		who, _ := journal.Who()
 		if l.Who == who && !l.Created.Before(attempt) {
 			return nil // our own attempt's info
 		}
@@ -135,7 +136,7 @@ func (x *unitRun) staleLockError(waited time.Duration, cause error) error {
 // l was taken by the same user on the same host while that run was under
 // way. It reports whether the lock was released.
 func (x *unitRun) recoverLock(ctx context.Context, l *StateLock) bool {
-	c := leftBy(l, x.crashed)
+	c := journal.LeftBy(journalLock(l), x.crashed)
 	if c == nil || x.unlocked[l.ID] {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
+	"github.com/tfisolate/tfisolate/internal/journal"
 	"github.com/tfisolate/tfisolate/internal/lockinfo"
 	"github.com/tfisolate/tfisolate/workdir"
 )
@@ -47,7 +48,7 @@ func TestNilStateLockString(t *testing.T) {
 // holder's, unless the backend named the holder by that ID; an older
 // lock of the same user, or another user's, is the holder.
 func TestLockHolderNotOwnAttempt(t *testing.T) {
-	who, _ := lockWho()
+	who, _ := journal.Who()
 	attempt := time.Now().Truncate(time.Second)
 	block := func(id, who string, created time.Time) string {
 		return "Error acquiring the state lock\nLock Info:\n  ID:        " + id + "\n  Who:       " + who +

@@ -16,8 +16,10 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/tfisolate/tfisolate/cliconfig"
+	"github.com/tfisolate/tfisolate/internal/journal"
 	"github.com/tfisolate/tfisolate/internal/lockinfo"
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/reap"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/workdir"
 )
@@ -56,8 +58,8 @@ type unitRun struct {
 	user       *cliconfig.File // the CLI config the unit's terraform would read on its own
 	userDigest string          // its digest, for the init record
 
-	crashed  []journalRun     // earlier runs of this instance that never finished
-	engines  []journalEngine  // terraform processes this unit started
+	crashed  []journal.Run    // earlier runs of this instance that never finished
+	engines  []journal.Engine // terraform processes this unit started
 	tfs      []*tfcmd.Process // every way this unit ran terraform
 	unlocked map[string]bool  // state locks this run released as left by them
 }
@@ -110,11 +112,11 @@ func (rs *runState) runUnit(ctx context.Context, i int) (rec unitRecord, out pip
 		return x.rec, out, err
 	}
 	defer func() { err = errors.Join(err, logFile.Close()) }()
-	if x.crashed, err = beginJournal(w.DataDir, rs.cmd.String(), time.Now()); err != nil {
+	if x.crashed, err = journal.Begin(w.DataDir, rs.cmd.String(), time.Now()); err != nil {
 		return x.rec, out, fmt.Errorf("instance journal: %w", err)
 	}
 	defer func() {
-		if jerr := endJournal(w.DataDir, x.crashed, x.killed(), x.killedSign(), time.Now()); jerr != nil {
+		if jerr := journal.End(w.DataDir, x.crashed, x.killed(), x.killedSign(), time.Now()); jerr != nil {
 			rs.cfg.logger.WarnContext(ctx, "cannot update the instance journal", "unit", x.id, "err", jerr)
 		}
 	}()
@@ -436,10 +438,10 @@ func (x *unitRun) step(ctx context.Context) (stepOutcome, error) {
 	killer.Go(func() {
 		select {
 		case <-x.rs.kill:
-			ls := scanLeftovers(x.w.DataDir)
-			defer closeLeftovers(ls)
-			for _, l := range killLeftovers(ls) {
-				x.out.note("killed at a stop's kill: " + l.String())
+			ps := reap.Scan(x.w.DataDir)
+			defer reap.Close(ps)
+			for _, p := range reap.Kill(ps) {
+				x.out.note("killed at a stop's kill: " + p.String())
 			}
 		case <-stepDone:
 		}

@@ -1,4 +1,4 @@
-package runner
+package reap
 
 import (
 	"bytes"
@@ -7,11 +7,11 @@ import (
 	"strconv"
 )
 
-// procStartTime returns the start time of process pid, in clock ticks
-// since boot (field 22 of /proc/PID/stat): with the PID, it names one
-// process, never one that reused the PID later. 0 if pid is gone.
-func procStartTime(pid int) uint64 {
-	f := procStatFields(pid)
+// StartTime returns the start time of process pid, in clock ticks since
+// boot (field 22 of /proc/PID/stat): with the PID, it names one process,
+// never one that reused the PID later. 0 if pid is gone.
+func StartTime(pid int) uint64 {
+	f := statFields(pid)
 	if len(f) < 20 {
 		return 0
 	}
@@ -19,10 +19,10 @@ func procStartTime(pid int) uint64 {
 	return n
 }
 
-// procStatFields returns the fields of /proc/PID/stat that follow the
+// statFields returns the fields of /proc/PID/stat that follow the
 // command name (the state is the first): the name is in parentheses and
 // may itself hold spaces or parentheses.
-func procStatFields(pid int) [][]byte {
+func statFields(pid int) [][]byte {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return nil

@@ -1,6 +1,0 @@
-//go:build !linux
-
-package runner
-
-// procStartTime is unknown without /proc.
-func procStartTime(int) uint64 { return 0 }
