@@ -82,6 +82,11 @@ func (x *unitRun) redactedPath() string {
 	return filepath.Join(x.w.DataDir, planDirName, planRedactedName)
 }
 
+// SensitiveMarker replaces every sensitive value in the redacted
+// rendering of a saved plan (PlanSummary.RedactedJSONFile), as terraform's
+// own human-readable plan shows it.
+const SensitiveMarker = "(sensitive value)"
+
 // writeRedacted writes the redacted rendering of the saved plan's JSON
 // doc beside it. The raw rendering holds sensitive values in clear and is
 // the owner's only (0600); the redacted one is for sharing (a PR comment,
