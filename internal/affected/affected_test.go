@@ -9,24 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
-
-// writeTree writes files (slash-separated names relative to root, with
-// their content) under root.
-func writeTree(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
-	}
-}
 
 // TestUnits maps changed file paths to exactly the units that reach
 // them through their component or local modules.
 func TestUnits(t *testing.T) {
 	repo := t.TempDir()
-	writeTree(t, repo, map[string]string{
+	testenv.WriteTree(t, repo, map[string]string{
 		"components/app/main.tf":   `module "net" { source = "../../modules/net" }`,
 		"components/db/main.tf":    `module "base" { source = "../../modules/base" }`,
 		"components/web/main.tf":   `resource "terraform_data" "x" {}`,
@@ -66,7 +56,7 @@ func TestUnits(t *testing.T) {
 // to the unit; a KEY=VALUE -backend-config does not.
 func TestUnitsFollowLinksAndBackendConfig(t *testing.T) {
 	repo := t.TempDir()
-	writeTree(t, repo, map[string]string{
+	testenv.WriteTree(t, repo, map[string]string{
 		"components/app/main.tf":     `resource "terraform_data" "x" {}`,
 		"components/other/main.tf":   `resource "terraform_data" "x" {}`,
 		"shared/common.tf":           `locals { common = 1 }`,
@@ -97,7 +87,7 @@ func TestUnitsFollowLinksAndBackendConfig(t *testing.T) {
 // hides.
 func TestUnitsTofuFiles(t *testing.T) {
 	repo := t.TempDir()
-	writeTree(t, repo, map[string]string{
+	testenv.WriteTree(t, repo, map[string]string{
 		"components/app/main.tf":     `module "old" { source = "../../modules/old" }`,
 		"components/app/main.tofu":   `module "new" { source = "../../modules/new" }`,
 		"components/app/net.tofu":    `module "net" { source = "../../modules/net" }`,
@@ -130,7 +120,7 @@ func TestUnitsTofuFiles(t *testing.T) {
 // change count.
 func TestUnitsDynamicSources(t *testing.T) {
 	repo := t.TempDir()
-	writeTree(t, repo, map[string]string{
+	testenv.WriteTree(t, repo, map[string]string{
 		"components/app/main.tf":    `module "net" { source = "../../modules/${var.which}" }`,
 		"components/static/main.tf": `module "net" { source = "../../modules/blue" }`,
 		"modules/blue/main.tf":      `output "o" { value = 1 }`,
@@ -176,7 +166,7 @@ func TestUnitsDynamicSources(t *testing.T) {
 // verdict is never shared between them.
 func TestUnitsUnknownSourceKeepsItsOwnVerdict(t *testing.T) {
 	repo := t.TempDir()
-	writeTree(t, repo, map[string]string{
+	testenv.WriteTree(t, repo, map[string]string{
 		"components/app/main.tf": `module "net" { source = "../../modules/${var.which}" }`,
 		"modules/blue/main.tf":   `output "o" { value = 1 }`,
 		"elsewhere/x.tf":         `output "o" { value = 1 }`,

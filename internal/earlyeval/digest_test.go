@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // BackendDigest and ModuleDigest change with the value of a variable the
@@ -14,7 +15,7 @@ import (
 // Literal expressions digest to "".
 func TestDigests(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{
+	testenv.WriteTree(t, dir, map[string]string{
 		"main.tf": `
 variable "env" { default = "dev" }
 variable "ver" {}

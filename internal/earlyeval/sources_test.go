@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/modtree"
+	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 // ModuleSources evaluates the root module's dynamic module sources the
@@ -17,7 +18,7 @@ import (
 // value) instead of guessing.
 func TestModuleSourcesEvaluated(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{
+	testenv.WriteTree(t, dir, map[string]string{
 		"main.tf": `
 variable "a" { default = "dflt" }
 variable "b" {}
@@ -63,7 +64,7 @@ module "unset"      { source = "./${var.nope}" }
 // root module file. A missing source is an error.
 func TestFromSource(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{
+	testenv.WriteTree(t, dir, map[string]string{
 		"main.tf":          `module "m" { source = "./mods/${var.which}" }` + "\nvariable \"which\" {}\n",
 		"terraform.tfvars": `which = "own"`,
 	})
@@ -88,7 +89,7 @@ func TestFromSource(t *testing.T) {
 // expression, by the engine's file rule, and not one in a child module.
 func TestHasDynamicSources(t *testing.T) {
 	repo := t.TempDir()
-	writeTree(t, repo, map[string]string{
+	testenv.WriteTree(t, repo, map[string]string{
 		"static/main.tf":  `module "c" { source = "../child" }`,
 		"child/main.tf":   `module "d" { source = "./${var.x}" }`,
 		"dynamic/main.tf": `module "d" { source = "../${var.x}" }`,
