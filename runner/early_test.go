@@ -10,6 +10,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/earlyeval"
 	"github.com/tfisolate/tfisolate/internal/engine"
+	"github.com/tfisolate/tfisolate/internal/modinstall"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
@@ -160,7 +161,7 @@ module "fixed" { source = "./mods/a" }`})
 		root, err := readRootConfigAt(dir, modtree.TofuFiles, true, Args{Vars: vars}, nil)
 		require.NoError(t, err)
 		x := &unitRun{tree: tree, u: &Unit{Workdir: workdir.Spec{Source: component}}}
-		return moduleKey(tree, x.dynamicCall(root.early))
+		return modinstall.Key(tree, x.dynamicCall(root.early))
 	}
 	key := func(vars map[string]string) (string, bool) { return keyOf(tree, dir, vars) }
 	a, remote := key(map[string]string{"flavor": "a"})

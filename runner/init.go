@@ -20,6 +20,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/earlyeval"
 	"github.com/tfisolate/tfisolate/internal/fingerprint"
+	"github.com/tfisolate/tfisolate/internal/modinstall"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 	"github.com/tfisolate/tfisolate/pluginc"
@@ -217,7 +218,7 @@ func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig, p 
 	lock, _ := os.ReadFile(filepath.Join(x.dir, lockFileName)) // missing: empty, as AddFile
 	fp.AddPart("lockfile", "lock file", lock)
 	fp.AddPart("backend", "backend configuration", []byte(backend))
-	key, _ := moduleKey(x.tree, x.dynamicCall(root.early))
+	key, _ := modinstall.Key(x.tree, x.dynamicCall(root.early))
 	fp.AddPart("calls", "module calls", []byte(key))
 	for _, f := range root.files {
 		fp.AddPart("config "+f.name, "configuration file "+f.name, f.data)

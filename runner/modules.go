@@ -2,18 +2,14 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/go-version"
-
 	"github.com/tfisolate/tfisolate/internal/earlyeval"
+	"github.com/tfisolate/tfisolate/internal/modinstall"
 	"github.com/tfisolate/tfisolate/internal/modmanifest"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/reflink"
@@ -22,39 +18,9 @@ import (
 // modulesDir is where terraform installs modules under TF_DATA_DIR, and
 // manifestName its record of them.
 const (
-	modulesDir   = "modules"
+	modulesDir   = modinstall.Dir
 	manifestName = modmanifest.Name
 )
-
-// modSnapshot is a leader's fetched modules directory, copied out of its
-// data dir into the run's private directory, which no terraform writes.
-type modSnapshot struct {
-	Dir     string `json:"-"`       // the copy: manifest and module dirs
-	Origin  string `json:"origin"`  // the leader's DATADIR/modules the manifest's Dirs point into
-	Workdir string `json:"workdir"` // the leader's working dir, against which relative Dirs resolve
-}
-
-// moduleKey returns what decides the result of `terraform get` for a
-// module tree: every module call's key path, source and version
-// constraint, and whether any source is remote (or built from variables:
-// tofu get resolves it). Units with equal keys get the same modules
-// directory from one fetch. A call whose source or version is built from
-// variables (modtree.Call.Dynamic) is keyed by its text and dyn(c), what
-// its value depends on (see dynamicCall): it is never shared with a unit
-// that gives the variables other values. dyn may be nil.
-func moduleKey(tree *modtree.Tree, dyn func(modtree.Call) string) (key string, remote bool) {
-	lines := make([]string, 0, len(tree.Calls))
-	for _, c := range tree.Calls {
-		l := c.Key + "\t" + c.Source + "\t" + c.Version
-		if c.Dynamic && dyn != nil {
-			l += "\t" + dyn(c)
-		}
-		lines = append(lines, l)
-		remote = remote || !c.Local
-	}
-	slices.Sort(lines)
-	return strings.Join(lines, "\n"), remote
-}
 
 // modules makes sure the unit's data dir holds the remote modules its
 // component calls, fetched once per module key per Run: the leader runs
@@ -68,7 +34,7 @@ func moduleKey(tree *modtree.Tree, dyn func(modtree.Call) string) (key string, r
 // set, so later plain runs of every instance of the component get the
 // upgraded set. A unit without Args.Upgrade never has its modules replaced
 // by a set holding an older version of a module it already has (see
-// olderModules): it keeps its own, and when its set answers the same
+// modinstall.Older): it keeps its own, and when its set answers the same
 // module calls, the store is refreshed from it (refreshStore), so the
 // other instances get it too.
 func (x *unitRun) modules(ctx context.Context) (string, error) {
@@ -84,7 +50,7 @@ func (x *unitRun) modules(ctx context.Context) (string, error) {
 		// upgrade, nor they with it.
 		flightKey = "upgrade\n" + key
 	}
-	snap, leader, err := x.rs.modFlights.Do(ctx, flightKey, x.id, func() (modSnapshot, error) {
+	snap, leader, err := x.rs.modFlights.Do(ctx, flightKey, x.id, func() (modinstall.Snapshot, error) {
 		snap, err := x.snapshotModules(ctx, key, upgrade)
 		if err != nil {
 			return snap, fmt.Errorf("%w: %w", ErrModules, err)
@@ -97,22 +63,22 @@ func (x *unitRun) modules(ctx context.Context) (string, error) {
 	if leader {
 		x.out.note("modules: fetched remote modules for every unit of this component")
 	}
-	inst, err := installModules(snap, w.DataDir, x.tree.Calls, !upgrade)
+	inst, err := modinstall.Install(snap, w.DataDir, x.tree.Calls, !upgrade)
 	if err != nil {
 		return "", fmt.Errorf("install modules: %w", err)
 	}
 	switch {
-	case inst.copied:
+	case inst.Copied:
 		x.out.note("modules: copied the shared remote modules into this unit's data dir")
-	case len(inst.older) > 0:
-		x.out.note("modules: kept this unit's own modules: the shared set holds older versions (" + strings.Join(inst.older, ", ") + ")")
-		x.refreshStore(ctx, key, snap, inst.have)
+	case len(inst.Older) > 0:
+		x.out.note("modules: kept this unit's own modules: the shared set holds older versions (" + strings.Join(inst.Older, ", ") + ")")
+		x.refreshStore(ctx, key, snap, inst.Have)
 	}
 	return filepath.Join(w.DataDir, modulesDir, manifestName), nil
 }
 
 // remoteModules returns the key of the unit's remote module calls (see
-// moduleKey) and whether it has any; it runs nothing.
+// modinstall.Key) and whether it has any; it runs nothing.
 func (x *unitRun) remoteModules() (key string, remote bool, err error) {
 	var early *earlyeval.Inputs
 	if x.hasDynamicCalls() && earlyEvaluation(x.rs.eng) {
@@ -122,7 +88,7 @@ func (x *unitRun) remoteModules() (key string, remote bool, err error) {
 		}
 		early = root.early
 	}
-	key, remote = moduleKey(x.tree, x.dynamicCall(early))
+	key, remote = modinstall.Key(x.tree, x.dynamicCall(early))
 	return key, remote, nil
 }
 
@@ -132,7 +98,7 @@ func (x *unitRun) hasDynamicCalls() bool {
 	return slices.ContainsFunc(x.tree.Calls, func(c modtree.Call) bool { return c.Dynamic })
 }
 
-// dynamicCall returns, for moduleKey, what a call's source and version
+// dynamicCall returns, for modinstall.Key, what a call's source and version
 // built from variables depend on, so that the module store is keyed by
 // the evaluated source: for a call in the root module, the digest of the
 // variables and locals its expressions reach, with the values this unit
@@ -176,10 +142,10 @@ func (x *unitRun) storeKey(key string) string {
 // of an entry another process replaces meanwhile); with upgrade it is
 // fetched afresh (get -update) and replaces the store's set first.
 // Without a store it is fetched into the Run's private dir.
-func (x *unitRun) snapshotModules(ctx context.Context, key string, upgrade bool) (modSnapshot, error) {
+func (x *unitRun) snapshotModules(ctx context.Context, key string, upgrade bool) (modinstall.Snapshot, error) {
 	tmp, err := os.MkdirTemp(x.rs.tmp, "modules-*")
 	if err != nil {
-		return modSnapshot{}, fmt.Errorf("snapshot modules: %w", err)
+		return modinstall.Snapshot{}, fmt.Errorf("snapshot modules: %w", err)
 	}
 	dst := filepath.Join(tmp, modulesDir)
 	store := x.rs.modStore
@@ -192,30 +158,25 @@ func (x *unitRun) snapshotModules(ctx context.Context, key string, upgrade bool)
 		if err != nil {
 			return err
 		}
-		return writeOrigin(dir, snap)
+		return modinstall.WriteOrigin(dir, snap)
 	}
 	if upgrade {
 		if _, _, err := store.Replace(ctx, storeKey, nil, fill); err != nil {
-			return modSnapshot{}, err
+			return modinstall.Snapshot{}, err
 		}
 		x.out.note("modules: fetched afresh (upgrade); the module store's set for this component is replaced")
 	}
 	filled, err := store.Copy(ctx, storeKey, dst, fill)
 	if err != nil {
-		return modSnapshot{}, err
+		return modinstall.Snapshot{}, err
 	}
 	if !filled && !upgrade {
 		x.out.note("modules: taken from the module store, fetched before")
 	}
-	b, err := os.ReadFile(filepath.Join(dst, originName))
+	snap, err := modinstall.ReadOrigin(dst)
 	if err != nil {
-		return modSnapshot{}, fmt.Errorf("module store entry for %s: %w", x.id, err)
+		return modinstall.Snapshot{}, fmt.Errorf("module store entry for %s: %w", x.id, err)
 	}
-	var snap modSnapshot
-	if err := json.Unmarshal(b, &snap); err != nil {
-		return modSnapshot{}, fmt.Errorf("module store entry for %s: %w", x.id, err)
-	}
-	snap.Dir = dst
 	return snap, nil
 }
 
@@ -231,7 +192,7 @@ func (x *unitRun) snapshotModules(ctx context.Context, key string, upgrade bool)
 // and a fresh fetch could only give the newest versions the constraints
 // allow, an upgrade the caller did not ask for. A failure is noted in the
 // unit's log and is not the unit's failure: its own modules are in place.
-func (x *unitRun) refreshStore(ctx context.Context, key string, snap modSnapshot, have []modmanifest.Record) {
+func (x *unitRun) refreshStore(ctx context.Context, key string, snap modinstall.Snapshot, have []modmanifest.Record) {
 	store := x.rs.modStore
 	if store == nil {
 		return
@@ -242,7 +203,7 @@ func (x *unitRun) refreshStore(ctx context.Context, key string, snap modSnapshot
 		return
 	}
 	theirs, err := modmanifest.Parse(b)
-	if err != nil || !sameModuleCalls(have, theirs) {
+	if err != nil || !modinstall.SameCalls(have, theirs) {
 		x.out.note("modules: the module store is not refreshed from this unit: its modules were installed for other module calls")
 		return
 	}
@@ -256,13 +217,13 @@ func (x *unitRun) refreshStore(ctx context.Context, key string, snap modSnapshot
 		if err != nil {
 			return false, nil
 		}
-		return len(olderModules(have, cur, x.tree.Calls)) == 0 || len(olderModules(cur, have, x.tree.Calls)) > 0, nil
+		return len(modinstall.Older(have, cur, x.tree.Calls)) == 0 || len(modinstall.Older(cur, have, x.tree.Calls)) > 0, nil
 	}
 	fill := func(ctx context.Context, dir string) error {
 		if err := reflink.CopyTree(dir, own); err != nil {
 			return err
 		}
-		return writeOrigin(dir, modSnapshot{Origin: own, Workdir: x.w.Dir})
+		return modinstall.WriteOrigin(dir, modinstall.Snapshot{Origin: own, Workdir: x.w.Dir})
 	}
 	_, replaced, err := store.Replace(ctx, x.storeKey(key), keep, fill)
 	switch {
@@ -273,37 +234,23 @@ func (x *unitRun) refreshStore(ctx context.Context, key string, snap modSnapshot
 	}
 }
 
-// writeOrigin records snap's origin in a stored snapshot dir.
-func writeOrigin(dir string, snap modSnapshot) error {
-	b, err := json.Marshal(snap)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, originName), b, 0o644)
-}
-
-// originName records, in a stored snapshot, where its manifest's paths
-// came from (the fetching unit's data dir and working dir), so that each
-// unit's copy can be rebased onto its own.
-const originName = ".tfisolate-origin.json"
-
 // fetchModules runs terraform get (with update: get -update, which takes
 // the newest versions the constraints allow over installed ones), with
 // the unit's own environment (with the cache's CLI config, as its
 // terraform init will have), in the unit's own workdir, and copies the
 // result to dst.
-func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (modSnapshot, error) {
+func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (modinstall.Snapshot, error) {
 	w := x.w
 	cliConfig := ""
 	if x.rs.cfg.cache != nil {
 		var err error
 		if cliConfig, err = x.writeCLIConfig(x.user); err != nil {
-			return modSnapshot{}, err
+			return modinstall.Snapshot{}, err
 		}
 	}
 	env, err := x.engineEnv(cliConfig)
 	if err != nil {
-		return modSnapshot{}, err
+		return modinstall.Snapshot{}, err
 	}
 	tf := x.newTF(w.Dir, environ(env))
 	get := x.u.Args.getCmd(update)
@@ -312,169 +259,11 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (mo
 		return err
 	})
 	if err != nil {
-		return modSnapshot{}, err
+		return modinstall.Snapshot{}, err
 	}
 	origin := filepath.Join(w.DataDir, modulesDir)
 	if err := reflink.CopyTree(dst, origin); err != nil {
-		return modSnapshot{}, fmt.Errorf("snapshot modules: %w", err)
+		return modinstall.Snapshot{}, fmt.Errorf("snapshot modules: %w", err)
 	}
-	return modSnapshot{Dir: dst, Origin: origin, Workdir: w.Dir}, nil
-}
-
-// installed is what installModules did.
-type installed struct {
-	copied bool                 // the snapshot was copied in
-	older  []string             // the snapshot was not copied: it is older in these modules (olderModules)
-	have   []modmanifest.Record // the unit's own manifest when older is set
-}
-
-// installModules gives dataDir its own copy of the snapshot, its manifest
-// pointing into dataDir, unless dataDir already holds the same manifest,
-// or, with neverOlder, unless the snapshot holds an older version of a
-// module dataDir has (olderModules; calls are the component's module
-// calls, for their version constraints): then dataDir keeps its own.
-// The copy is built beside the target and renamed into place, so a crash
-// leaves either the old modules, the new ones, or none (terraform init
-// then fetches them itself); leftovers of such a crash are removed first.
-// The caller holds the instance lock, so nothing else writes dataDir.
-func installModules(snap modSnapshot, dataDir string, calls []modtree.Call, neverOlder bool) (installed, error) {
-	dst := filepath.Join(dataDir, modulesDir)
-	raw, err := os.ReadFile(filepath.Join(snap.Dir, manifestName))
-	if err != nil {
-		return installed{}, err
-	}
-	want, err := modmanifest.Rebase(raw, snap.Origin, snap.Workdir, dst)
-	if err != nil {
-		return installed{}, err
-	}
-	if have, err := os.ReadFile(filepath.Join(dst, manifestName)); err == nil {
-		if modmanifest.Same(have, want) {
-			return installed{}, nil
-		}
-		if neverOlder {
-			// A manifest that does not parse says nothing to keep.
-			haveRecs, herr := modmanifest.Parse(have)
-			wantRecs, werr := modmanifest.Parse(want)
-			if herr == nil && werr == nil {
-				if older := olderModules(haveRecs, wantRecs, calls); len(older) > 0 {
-					return installed{older: older, have: haveRecs}, nil
-				}
-			}
-		}
-	}
-	copied, err := replaceModules(snap, dataDir, want)
-	return installed{copied: copied}, err
-}
-
-// replaceModules puts a copy of the snapshot, with manifest want, in
-// place of dataDir's modules.
-func replaceModules(snap modSnapshot, dataDir string, want []byte) (bool, error) {
-	dst := filepath.Join(dataDir, modulesDir)
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return false, err
-	}
-	leftovers, _ := filepath.Glob(filepath.Join(dataDir, ".modules-*"))
-	for _, l := range leftovers {
-		if err := os.RemoveAll(l); err != nil {
-			return false, err
-		}
-	}
-	tmp, err := os.MkdirTemp(dataDir, ".modules-new-*")
-	if err != nil {
-		return false, err
-	}
-	defer os.RemoveAll(tmp) // gone by rename on success
-	if err := reflink.CopyTree(tmp, snap.Dir); err != nil {
-		return false, err
-	}
-	if err := os.Remove(filepath.Join(tmp, originName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, err
-	}
-	mf := filepath.Join(tmp, manifestName)
-	if err := os.Remove(mf); err != nil {
-		return false, err
-	}
-	if err := os.WriteFile(mf, want, 0o644); err != nil {
-		return false, err
-	}
-	old := ""
-	if _, err := os.Lstat(dst); err == nil {
-		old = filepath.Join(dataDir, ".modules-old-"+filepath.Base(tmp))
-		if err := os.Rename(dst, old); err != nil {
-			return false, err
-		}
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return false, err
-	}
-	if old != "" {
-		if err := os.RemoveAll(old); err != nil {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-// olderModules returns the modules of have (a unit's installed set) that
-// set holds in an older version, as "KEY SOURCE: HAVE, the set has SET",
-// sorted. A module is compared only when both record a version (registry
-// modules) under the same key and source, both versions parse, and the
-// unit's version still satisfies the constraint of its call among calls
-// (when the call is one of the component's own, whose constraint is
-// known): a version the configuration no longer allows was not asked for,
-// and replacing it is what terraform itself would do.
-func olderModules(have, set []modmanifest.Record, calls []modtree.Call) []string {
-	theirs := make(map[string]modmanifest.Record, len(set))
-	for _, r := range set {
-		theirs[r.Key] = r
-	}
-	constraints := map[string]string{}
-	for _, c := range calls {
-		constraints[c.Key] = c.Version
-	}
-	var out []string
-	for _, h := range have {
-		s, ok := theirs[h.Key]
-		if !ok || h.Version == "" || s.Version == "" || s.Source != h.Source {
-			continue
-		}
-		hv, err := version.NewVersion(h.Version)
-		if err != nil {
-			continue
-		}
-		sv, err := version.NewVersion(s.Version)
-		if err != nil || !sv.LessThan(hv) {
-			continue
-		}
-		if c := constraints[h.Key]; c != "" {
-			cs, err := version.NewConstraint(c)
-			if err != nil || !cs.Check(hv) {
-				continue
-			}
-		}
-		out = append(out, fmt.Sprintf("%s %s: %s, the set has %s", moduleName(h.Key), h.Source, h.Version, s.Version))
-	}
-	slices.Sort(out)
-	return out
-}
-
-// moduleName is how a manifest key is named to a user: module.a.b.
-func moduleName(key string) string {
-	if key == "" {
-		return "the root module"
-	}
-	return "module." + key
-}
-
-// sameModuleCalls reports whether two manifests record the same module
-// keys with the same sources: two answers to the same module calls.
-func sameModuleCalls(a, b []modmanifest.Record) bool {
-	calls := func(rs []modmanifest.Record) map[string]string {
-		m := make(map[string]string, len(rs))
-		for _, r := range rs {
-			m[r.Key] = r.Source
-		}
-		return m
-	}
-	return maps.Equal(calls(a), calls(b))
+	return modinstall.Snapshot{Dir: dst, Origin: origin, Workdir: w.Dir}, nil
 }

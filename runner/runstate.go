@@ -18,6 +18,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/admission"
 	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/flight"
+	"github.com/tfisolate/tfisolate/internal/modinstall"
 	"github.com/tfisolate/tfisolate/internal/modstore"
 	"github.com/tfisolate/tfisolate/internal/queue"
 	"github.com/tfisolate/tfisolate/internal/store"
@@ -92,9 +93,9 @@ type runState struct {
 	// has a module source that is an expression: read once per Run.
 	dynamic sync.Map
 
-	modStore   *modstore.Store           // remote modules across processes; nil: once per Run
-	flights    flight.Group[setup]       // provider setup, once per requirement set
-	modFlights flight.Group[modSnapshot] // remote modules, once per module key
+	modStore   *modstore.Store                   // remote modules across processes; nil: once per Run
+	flights    flight.Group[setup]               // provider setup, once per requirement set
+	modFlights flight.Group[modinstall.Snapshot] // remote modules, once per module key
 }
 
 // runDirPrefix names the private dirs of Runs in the temp dir; a Run
