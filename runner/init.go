@@ -2,22 +2,16 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
-	"sync"
-
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/backendcfg"
 	"github.com/tfisolate/tfisolate/internal/earlyeval"
 	"github.com/tfisolate/tfisolate/internal/fingerprint"
 	"github.com/tfisolate/tfisolate/internal/modinstall"
@@ -90,7 +84,7 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) (
 		case a.Reconfigure:
 			x.out.note("init: the backend configuration changed since the last init; reconfiguring as asked")
 		default:
-			if err := x.checkBackendChange(files.files); err != nil {
+			if err := x.checkBackendChange(files); err != nil {
 				return err
 			}
 			x.out.note("init: the backend configuration changed since the last init; the old state holds no resources, reconfiguring")
@@ -284,6 +278,15 @@ type rootConfig struct {
 	early *earlyeval.Inputs
 }
 
+// modtreeFiles returns the files as the internal packages take them.
+func (r *rootConfig) modtreeFiles() []modtree.ConfigFile {
+	out := make([]modtree.ConfigFile, len(r.files))
+	for i, f := range r.files {
+		out[i] = modtree.ConfigFile{Name: f.name, Data: f.data}
+	}
+	return out
+}
+
 // readRootConfig reads the root module's configuration files, the ones
 // the unit's engine reads (modtree.ReadConfig: *.tf and *.tf.json, and
 // under OpenTofu *.tofu and *.tofu.json, a NAME.tofu hiding NAME.tf;
@@ -349,131 +352,15 @@ var backendChangedRe = regexp.MustCompile(`(?i)Backend configuration changed|Bac
 
 func backendChanged(err error) bool { return backendChangedRe.MatchString(tfcmd.Unwrapped(err)) }
 
-// backendFingerprint hashes the root module's backend (or cloud) blocks,
-// in HCL files (.tf, .tofu) and JSON files (.tf.json, .tofu.json), with
-// the -backend-config values and the content of the files they name
-// (relative to dir), and, with early evaluation, what the blocks'
-// references read (the variables' defaults and values, the locals on the
-// way; see earlyeval.Inputs.BackendDigest). "" when the module has no backend.
+// backendFingerprint is the init record's Backend: the digest of the
+// backend configuration in root (backendcfg.Digest), with the
+// -backend-config values and files (relative to dir) and, with early
+// evaluation, what the backend blocks read. "" when the module has no
+// backend.
 func backendFingerprint(root *rootConfig, dir string, backendConfig []string) string {
-	var parts []string
-	for _, f := range root.files {
-		if modtree.IsJSON(f.name) {
-			parts = append(parts, jsonBackends(f.data)...)
-		} else {
-			parts = append(parts, hclBackendsOnce(f.data)...)
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	slices.Sort(parts)
-	h := sha256.New()
-	for _, p := range parts {
-		fmt.Fprintf(h, "block %d\n%s", len(p), p)
-	}
+	var early string
 	if root.early != nil {
-		if d := root.early.BackendDigest(); d != "" {
-			fmt.Fprintf(h, "early %s\n", d)
-		}
+		early = root.early.BackendDigest()
 	}
-	for _, bc := range backendConfig {
-		fmt.Fprintf(h, "config %s\n", bc)
-		p := bc
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if !strings.Contains(bc, "=") || exists(p) {
-			if b, err := readInput(p); err == nil {
-				fmt.Fprintf(h, "file %d\n", len(b))
-				h.Write(b)
-			}
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// hclBackendsOnce is hclBackends parsing each distinct file content once
-// per process: every instance of a component has the same root files, so
-// the init check of a hundred units parses them once. The memo is of a
-// pure function keyed by the content, so it is never stale; it is
-// bounded (all forgotten when full).
-func hclBackendsOnce(src []byte) []string {
-	key := sha256.Sum256(src)
-	backendTexts.mu.Lock()
-	parts, ok := backendTexts.m[key]
-	backendTexts.mu.Unlock()
-	if ok {
-		return parts
-	}
-	parts = hclBackends(src)
-	backendTexts.mu.Lock()
-	if backendTexts.m == nil || len(backendTexts.m) >= 4096 {
-		backendTexts.m = map[[sha256.Size]byte][]string{}
-	}
-	backendTexts.m[key] = parts
-	backendTexts.mu.Unlock()
-	return parts
-}
-
-var backendTexts struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte][]string
-}
-
-// hclBackends returns the source text of every backend and cloud block
-// inside terraform blocks. A file that does not parse gives none:
-// terraform reports it.
-func hclBackends(src []byte) []string {
-	f, diags := hclsyntax.ParseConfig(src, "x.tf", hcl.InitialPos)
-	if diags.HasErrors() {
-		return nil
-	}
-	body, ok := f.Body.(*hclsyntax.Body)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, b := range body.Blocks {
-		if b.Type != "terraform" {
-			continue
-		}
-		for _, in := range b.Body.Blocks {
-			if in.Type == "backend" || in.Type == "cloud" {
-				r := in.Range()
-				out = append(out, string(src[r.Start.Byte:r.End.Byte]))
-			}
-		}
-	}
-	return out
-}
-
-// jsonBackends returns the backend and cloud settings of a .tf.json or
-// .tofu.json file's terraform blocks, re-encoded canonically.
-func jsonBackends(src []byte) []string {
-	var doc map[string]json.RawMessage
-	if json.Unmarshal(src, &doc) != nil {
-		return nil
-	}
-	raw, ok := doc["terraform"]
-	if !ok {
-		return nil
-	}
-	var blocks []map[string]any
-	var one map[string]any
-	if json.Unmarshal(raw, &one) == nil {
-		blocks = []map[string]any{one}
-	} else if json.Unmarshal(raw, &blocks) != nil {
-		return nil
-	}
-	var out []string
-	for _, b := range blocks {
-		for _, k := range []string{"backend", "cloud"} {
-			if v, ok := b[k]; ok {
-				c, _ := json.Marshal(v) // maps marshal with sorted keys
-				out = append(out, k+" "+string(c))
-			}
-		}
-	}
-	return out
+	return backendcfg.Digest(root.modtreeFiles(), dir, backendConfig, early)
 }

@@ -38,6 +38,6 @@
 //     own name, anything else as "env K"); records on disk hold them, so
 //     they are as fixed as the encoding.
 //
-// The backend's own digest (runner's backendFingerprint, inside the init
-// record) keeps an encoding of its own and is not made here.
+// The backend's own digest (internal/backendcfg's Digest, inside the
+// init record) keeps an encoding of its own and is not made here.
 package fingerprint
