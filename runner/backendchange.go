@@ -36,5 +36,5 @@ func (x *unitRun) checkBackendChange(root *rootConfig) error {
 	if old.Local() && !workdir.MayHoldResources(old.LocalStatePath(x.dir, currentWorkspace(x.w.DataDir))) {
 		return nil
 	}
-	return &BackendChangedError{Unit: x.id, Old: old.String(), New: backendcfg.Configured(root.modtreeFiles()).String()}
+	return &BackendChangedError{Unit: x.id, Old: old.String(), New: backendcfg.Configured(root.files).String()}
 }

@@ -62,12 +62,8 @@ func earlyGiven(a Args, env map[string]string) earlyeval.Given {
 // whose files readRootConfig read: env is the unit's environment
 // (TF_VAR_*), dir the directory terraform runs in (its terraform.tfvars,
 // *.auto.tfvars and relative var files).
-func newEarlyInputs(files []configFile, dir string, a Args, env map[string]string) *earlyeval.Inputs {
-	cfs := make([]modtree.ConfigFile, len(files))
-	for i, f := range files {
-		cfs[i] = modtree.ConfigFile{Name: f.name, Data: f.data}
-	}
-	return earlyeval.New(cfs, dir, nil, earlyGiven(a, env))
+func newEarlyInputs(files []modtree.ConfigFile, dir string, a Args, env map[string]string) *earlyeval.Inputs {
+	return earlyeval.New(files, dir, nil, earlyGiven(a, env))
 }
 
 // moduleSources sets spec.ModuleSources, where the engine evaluates

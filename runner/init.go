@@ -215,7 +215,7 @@ func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig, p 
 	key, _ := modinstall.Key(x.tree, x.dynamicCall(root.early))
 	fp.AddPart("calls", "module calls", []byte(key))
 	for _, f := range root.files {
-		fp.AddPart("config "+f.name, "configuration file "+f.name, f.data)
+		fp.AddPart("config "+f.Name, "configuration file "+f.Name, f.Data)
 	}
 	if manifest != "" {
 		b, _ := os.ReadFile(manifest)
@@ -263,28 +263,13 @@ func (x *unitRun) dataDirIntact(hasBackend, hasModules bool) bool {
 	return true
 }
 
-// configFile is one of the root module's configuration files.
-type configFile struct {
-	name string
-	data []byte
-}
-
 // rootConfig is what init depends on in the root module, read once per
 // init check for both the backend fingerprint and the init record.
 type rootConfig struct {
-	files []configFile
+	files []modtree.ConfigFile
 	// early is set when the engine evaluates variables at init
 	// (earlyEvaluation): what the backend and module calls may read.
 	early *earlyeval.Inputs
-}
-
-// modtreeFiles returns the files as the internal packages take them.
-func (r *rootConfig) modtreeFiles() []modtree.ConfigFile {
-	out := make([]modtree.ConfigFile, len(r.files))
-	for i, f := range r.files {
-		out[i] = modtree.ConfigFile{Name: f.name, Data: f.data}
-	}
-	return out
 }
 
 // readRootConfig reads the root module's configuration files, the ones
@@ -317,7 +302,7 @@ func (x *unitRun) readRootConfig() (*rootConfig, error) {
 // readRootConfigAt is readRootConfig for the root module in dir, read by
 // rule, with the unit's arguments and environment when early is set.
 func readRootConfigAt(dir string, rule modtree.Files, early bool, a Args, env map[string]string) (*rootConfig, error) {
-	cfs, err := configFiles(dir, nil, rule)
+	cfs, err := modtree.ReadConfig(dir, nil, rule)
 	if err != nil {
 		return nil, err
 	}
@@ -326,20 +311,6 @@ func readRootConfigAt(dir string, rule modtree.Files, early bool, a Args, env ma
 		root.early = newEarlyInputs(root.files, dir, a, env)
 	}
 	return root, nil
-}
-
-// configFiles reads the configuration files of the module in dir by
-// rule, overlay's in place of or beside its own (modtree.ReadConfig).
-func configFiles(dir string, overlay map[string][]byte, rule modtree.Files) ([]configFile, error) {
-	cfs, err := modtree.ReadConfig(dir, overlay, rule)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]configFile, len(cfs))
-	for i, cf := range cfs {
-		out[i] = configFile{name: cf.Name, data: cf.Data}
-	}
-	return out, nil
 }
 
 // needsInitRe matches terraform's ways of saying the working directory
@@ -362,5 +333,5 @@ func backendFingerprint(root *rootConfig, dir string, backendConfig []string) st
 	if root.early != nil {
 		early = root.early.BackendDigest()
 	}
-	return backendcfg.Digest(root.modtreeFiles(), dir, backendConfig, early)
+	return backendcfg.Digest(root.files, dir, backendConfig, early)
 }

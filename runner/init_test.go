@@ -158,7 +158,7 @@ func TestRootConfigReadOncePerUnit(t *testing.T) {
 	again, err := x.readRootConfig()
 	require.NoError(t, err)
 	require.Same(t, first, again, "read once per unit")
-	require.Equal(t, partialBackendComponent, string(again.files[0].data))
+	require.Equal(t, partialBackendComponent, string(again.files[0].Data))
 
 	// Another unit reads the files as they are now.
 	other, err := (&unitRun{rs: x.rs, u: &Unit{}, dir: dir}).readRootConfig()
