@@ -12,7 +12,6 @@ import (
 	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/modinstall"
 	"github.com/tfisolate/tfisolate/internal/modtree"
-	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 
@@ -177,22 +176,4 @@ module "fixed" { source = "./mods/a" }`})
 	evaluated := modtree.WalkWith(dir, modtree.TofuFiles, map[string]string{"m": "./mods/a"})
 	_, remote = keyOf(evaluated, dir, map[string]string{"flavor": "a"})
 	require.False(t, remote)
-}
-
-// Provider requirements declared in versions.tofu are found under
-// OpenTofu's rule (and hide versions.tf's), and not under terraform's.
-func TestDiscoverTofuFiles(t *testing.T) {
-	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{
-		"main.tf":       `resource "terraform_data" "x" {}`,
-		"versions.tofu": "terraform {\n  required_providers {\n    tfitest = { source = \"example.invalid/ns/tfitest\", version = \"1.0.0\" }\n  }\n}",
-		"versions.tf":   "terraform {\n  required_providers {\n    other = { source = \"example.invalid/ns/other\" }\n  }\n}",
-	})
-	reqs, err := discover(modtree.Walk(dir, modtree.TofuFiles), "", "host.invalid", false, modtree.TofuFiles)
-	require.NoError(t, err)
-	require.Equal(t, []pluginc.Requirement{{Provider: pluginc.Provider{Hostname: "example.invalid", Namespace: "ns", Type: "tfitest"}, Constraints: "1.0.0"}}, reqs)
-	reqs, err = discover(modtree.Walk(dir, modtree.TerraformFiles), "", "host.invalid", false, modtree.TerraformFiles)
-	require.NoError(t, err)
-	require.Len(t, reqs, 1)
-	require.Equal(t, "other", reqs[0].Provider.Type)
 }

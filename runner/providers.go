@@ -14,8 +14,14 @@ import (
 
 	"github.com/tfisolate/tfisolate/cliconfig"
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/providerreqs"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
+
+// lockFileName is the dependency lock file in a unit's workdir: the one
+// providerreqs.Discover reads the component's pins from, and the one a
+// provider-setup leader's lock file is written to.
+const lockFileName = providerreqs.LockFileName
 
 // setup is what a provider-setup leader produces for every unit with the
 // same provider requirements.
@@ -35,11 +41,16 @@ func (x *unitRun) providers(ctx context.Context, manifest string) (setup, error)
 		x.out.note("providers: the configuration has errors; leaving them to terraform to report")
 		return setup{}, nil
 	}
-	reqs, err := discover(x.tree, manifest, x.rs.eng.RegistryHost(), x.u.Args.Upgrade, configRule(x.rs.eng.Kind))
+	reqs, err := providerreqs.Discover(x.tree, providerreqs.Unit{
+		Manifest: manifest,
+		Host:     x.rs.eng.RegistryHost(),
+		Upgrade:  x.u.Args.Upgrade,
+		Files:    configRule(x.rs.eng.Kind),
+	})
 	if err != nil {
 		return setup{}, fmt.Errorf("discover providers: %w", err)
 	}
-	st, leader, err := x.rs.flights.Do(ctx, requirementsKey(reqs), x.id, func() (setup, error) {
+	st, leader, err := x.rs.flights.Do(ctx, providerreqs.Key(reqs), x.id, func() (setup, error) {
 		st, err := x.rs.setup(pluginc.WithFallback(ctx, x.fellBack), reqs)
 		if err != nil {
 			return st, fmt.Errorf("%w: %w", ErrInit, err)

@@ -1,4 +1,4 @@
-package runner
+package providerreqs
 
 import (
 	"errors"
@@ -15,25 +15,33 @@ import (
 	"github.com/tfisolate/tfisolate/pluginc"
 )
 
-const lockFileName = ".terraform.lock.hcl"
+// LockFileName is the engine's dependency lock file, in the root module
+// directory: Discover reads its pins there, and the runner writes the
+// lock file the cache returns under the same name.
+const LockFileName = ".terraform.lock.hcl"
 
-// discover returns the provider requirements of the module tree (the
-// root module and the local modules it calls), merged per provider,
-// sorted by address. Versions from an existing dependency lock file in
-// the root are kept (Requirement.Locked), as terraform init would without
-// -upgrade. A module that does not parse is an error naming it: the
-// requirements of a partly read module cannot be trusted to be complete.
-//
-// When manifest names a modules.json (the unit's installed remote
-// modules), every module it records is read too, so providers that only
-// remote modules require also come from the shared cache and go into the
-// lock file.
-//
-// Short provider addresses ("hashicorp/aws", "aws") resolve on host, the
-// engine's default registry. With upgrade, locked versions are ignored,
-// as terraform init -upgrade ignores them. Every module directory is read
-// by rule, the engine's configuration files (the tree was walked by it).
-func discover(tree *modtree.Tree, manifest, host string, upgrade bool, rule modtree.Files) ([]pluginc.Requirement, error) {
+// Unit is what Discover reads of a unit besides its module tree.
+type Unit struct {
+	// Manifest is the path of the unit's installed modules' record
+	// (TF_DATA_DIR/modules/modules.json); "" when it has none.
+	Manifest string
+	// Host is the engine's default registry host, on which short
+	// provider addresses resolve.
+	Host string
+	// Upgrade ignores the lock file's versions, as terraform init
+	// -upgrade ignores them.
+	Upgrade bool
+	// Files is the engine's rule for configuration files; the tree must
+	// have been walked by the same rule.
+	Files modtree.Files
+}
+
+// Discover returns the provider requirements of tree (the root module
+// and the local modules it calls) and of the modules u.Manifest records,
+// merged per provider, sorted by address, with the versions and hashes
+// the root's lock file pins unless u.Upgrade. A module that does not
+// parse is an error naming it.
+func Discover(tree *modtree.Tree, u Unit) ([]pluginc.Requirement, error) {
 	dir := tree.Root
 	merged := map[pluginc.Provider][]string{}
 	add := func(t *modtree.Tree) error {
@@ -50,7 +58,7 @@ func discover(tree *modtree.Tree, manifest, host string, upgrade bool, rule modt
 				if isBuiltIn(src) {
 					continue
 				}
-				p, err := pluginc.ParseProvider(qualify(src, host))
+				p, err := pluginc.ParseProvider(qualify(src, u.Host))
 				if err != nil {
 					return fmt.Errorf("module %s, provider %q: %w", d, name, err)
 				}
@@ -71,14 +79,14 @@ func discover(tree *modtree.Tree, manifest, host string, upgrade bool, rule modt
 	if err := add(tree); err != nil {
 		return nil, err
 	}
-	if manifest != "" {
-		b, err := os.ReadFile(manifest)
+	if u.Manifest != "" {
+		b, err := os.ReadFile(u.Manifest)
 		if err != nil {
 			return nil, err
 		}
 		recs, err := modmanifest.Parse(b)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", manifest, err)
+			return nil, fmt.Errorf("%s: %w", u.Manifest, err)
 		}
 		for _, rec := range recs {
 			if rec.Key == "" {
@@ -88,17 +96,17 @@ func discover(tree *modtree.Tree, manifest, host string, upgrade bool, rule modt
 			if !filepath.IsAbs(d) {
 				d = filepath.Join(dir, d)
 			}
-			if err := add(modtree.Walk(d, rule)); err != nil {
+			if err := add(modtree.Walk(d, u.Files)); err != nil {
 				return nil, fmt.Errorf("module %q (%s): %w", rec.Key, rec.Source, err)
 			}
 		}
 	}
 	locked := map[pluginc.Provider]pluginc.Lock{}
-	switch b, err := os.ReadFile(filepath.Join(dir, lockFileName)); {
-	case err == nil && !upgrade:
+	switch b, err := os.ReadFile(filepath.Join(dir, LockFileName)); {
+	case err == nil && !u.Upgrade:
 		locks, err := pluginc.ParseLockFile(b)
 		if err != nil {
-			return nil, fmt.Errorf("%s in %s: %w", lockFileName, dir, err)
+			return nil, fmt.Errorf("%s in %s: %w", LockFileName, dir, err)
 		}
 		for _, l := range locks {
 			locked[l.Provider] = l
@@ -137,9 +145,12 @@ func isBuiltIn(src string) bool {
 	return err == nil && a.IsBuiltIn()
 }
 
-// requirementsKey identifies a requirement set: units with equal keys get
-// the same packages and the same lock file, so one leader serves them all.
-func requirementsKey(reqs []pluginc.Requirement) string {
+// Key identifies a requirement set: units with equal keys get the same
+// packages and the same lock file, so one leader serves them all. Every
+// field of every Requirement is in it, in order, so a set that differs
+// in a constraint, a locked version or a locked hash gets a leader of its
+// own. Its bytes are pinned by TestKeyBytes.
+func Key(reqs []pluginc.Requirement) string {
 	var b strings.Builder
 	for _, r := range reqs {
 		fmt.Fprintf(&b, "%s|%s|%s|%s\n", r.Provider, r.Constraints, r.Locked, strings.Join(r.LockedHashes, ","))
