@@ -3,6 +3,7 @@ package providerreqs
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,7 +51,11 @@ func Discover(tree *modtree.Tree, u Unit) ([]pluginc.Requirement, error) {
 		}
 		for _, d := range t.LocalDirs() {
 			m := t.Modules[d]
-			for name, r := range m.Config.RequiredProviders {
+			// By name: two local names of one provider add their
+			// constraints in one order, so every instance of a component
+			// gets the same Key (a map's order differs run to run).
+			for _, name := range slices.Sorted(maps.Keys(m.Config.RequiredProviders)) {
+				r := m.Config.RequiredProviders[name]
 				src := r.Source
 				if src == "" {
 					src = name

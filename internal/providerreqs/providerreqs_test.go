@@ -3,6 +3,7 @@ package providerreqs
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -233,4 +234,25 @@ func TestKeyBytes(t *testing.T) {
 		require.False(t, keys[Key(other)], Key(other))
 		keys[Key(other)] = true
 	}
+}
+
+// Two local names of one provider, each with its own constraint: every
+// Discover of the component gives the same constraints in the same order,
+// hence the same Key (instances of a component share one lock file).
+func TestDiscoverSameKeyEveryTime(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"main.tf": requires(map[string]string{
+			"b": `{ source = "example.invalid/ns/a", version = "< 2.0" }`,
+			"a": `{ source = "example.invalid/ns/a", version = ">= 1.0" }`,
+		}),
+	})
+	var keys []string
+	for range 64 {
+		reqs, err := Discover(modtree.Walk(dir, modtree.TerraformFiles), Unit{Host: "host.invalid", Files: modtree.TerraformFiles})
+		require.NoError(t, err)
+		require.Equal(t, []pluginc.Requirement{{Provider: provider("example.invalid", "ns", "a"), Constraints: ">= 1.0, < 2.0"}}, reqs)
+		keys = append(keys, Key(reqs))
+	}
+	require.Len(t, slices.Compact(keys), 1)
 }
