@@ -15,7 +15,7 @@ import (
 // (Custom steps' Handle.Terraform is terraform-exec's own, see Handle.)
 
 // engineDir is where an instance's data dir holds its engines' stdout and
-// stderr files (tfcmd.OutputDir); a crashed run's are swept by journal.SweepOutputs.
+// stderr files (tfcmd.OutputDir); journal.SweepOutputs keeps those a crashed run names.
 const engineDir = tfcmd.OutputDir
 
 // newTF returns the unit's way to run terraform processes in dir.
