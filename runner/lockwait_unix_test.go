@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,25 +60,7 @@ func TestStateLockWait(t *testing.T) {
 	out, err := initCmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	holder := exec.Command(w.tf, "apply", "-auto-approve", "-input=false", "-no-color", "-var", "gate="+g.dir)
-	holder.Dir, holder.Env = holderDir, env
-	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var holderOut syncBuffer
-	holder.Stdout, holder.Stderr = &holderOut, &holderOut
-	started := g.started(t)
-	require.NoError(t, holder.Start())
-	var holderErr error
-	holderExited := make(chan struct{})
-	go func() { holderErr = holder.Wait(); close(holderExited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
-		<-holderExited
-	})
-	select {
-	case <-started:
-	case <-holderExited:
-		t.Fatalf("holder ended before taking the lock: %v\n%s", holderErr, holderOut.String())
-	}
+	holder := startLockHolder(t, w.tf, holderDir, env, g)
 	info, err := os.ReadFile(filepath.Join(filepath.Dir(state), ".shared.tfstate.lock.info"))
 	require.NoError(t, err, "the holder should hold the state lock")
 	var lock struct{ ID string }
@@ -114,9 +95,7 @@ func TestStateLockWait(t *testing.T) {
 	case res := <-done:
 		t.Fatalf("the unit ended without meeting the lock: %v", res.err)
 	}
-	g.release(t)
-	<-holderExited
-	require.NoError(t, holderErr, "%s", holderOut.String())
+	holder.finish(t)
 
 	res := <-done
 	require.NoError(t, res.err)

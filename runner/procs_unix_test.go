@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -233,4 +234,50 @@ func TestCancelKillsLeftoverProcesses(t *testing.T) {
 	log, err := os.ReadFile(rep.Results[0].Log)
 	require.NoError(t, err)
 	require.Contains(t, string(log), "killed leftover process")
+}
+
+// engineHolder is plain terraform (or tofu) applying gatedComponent outside
+// any runner, parked in its provisioner while it holds the state lock.
+type engineHolder struct {
+	g      gate
+	cmd    *exec.Cmd
+	out    syncBuffer
+	err    error         // the apply's end, once exited is closed
+	exited chan struct{} // closed when the engine has ended
+}
+
+// startLockHolder starts enginePath's apply of the component in dir with
+// env, in a process group of its own, and returns once its provisioner
+// announced itself through g: the engine holds the state lock then. A
+// holder that ends before that fails the test with its output; the test's
+// end kills the group and waits for it.
+func startLockHolder(t *testing.T, enginePath, dir string, env []string, g gate) *engineHolder {
+	t.Helper()
+	h := &engineHolder{g: g, exited: make(chan struct{})}
+	h.cmd = exec.Command(enginePath, "apply", "-auto-approve", "-input=false", "-no-color", "-var", "gate="+g.dir)
+	h.cmd.Dir, h.cmd.Env = dir, env
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	h.cmd.Stdout, h.cmd.Stderr = &h.out, &h.out
+	started := g.started(t)
+	require.NoError(t, h.cmd.Start())
+	go func() { h.err = h.cmd.Wait(); close(h.exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+		<-h.exited
+	})
+	select {
+	case <-started:
+	case <-h.exited:
+		t.Fatalf("the holder ended before taking the lock: %v\n%s", h.err, h.out.String())
+	}
+	return h
+}
+
+// finish releases the holder's provisioner and requires its apply to
+// succeed, its lock released.
+func (h *engineHolder) finish(t *testing.T) {
+	t.Helper()
+	h.g.release(t)
+	<-h.exited
+	require.NoError(t, h.err, "%s", h.out.String())
 }

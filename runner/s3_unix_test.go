@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -202,25 +201,7 @@ func TestStaleLockRecoveryNeverTakesALiveLock(t *testing.T) {
 			require.NoError(t, err, "%s: %s", args[0], out)
 		}
 		hg := newGate(t, filepath.Join(dir, "holder-gate"))
-		holder := exec.Command(e.Path, "apply", "-auto-approve", "-input=false", "-no-color", "-var", "gate="+hg.dir)
-		holder.Dir, holder.Env = holderDir, env
-		holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		var holderOut syncBuffer
-		holder.Stdout, holder.Stderr = &holderOut, &holderOut
-		holderStarted := hg.started(t)
-		require.NoError(t, holder.Start())
-		var holderErr error
-		holderExited := make(chan struct{})
-		go func() { holderErr = holder.Wait(); close(holderExited) }()
-		t.Cleanup(func() {
-			_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
-			<-holderExited
-		})
-		select {
-		case <-holderStarted:
-		case <-holderExited:
-			t.Fatalf("the holder ended before taking the lock: %v\n%s", holderErr, holderOut.String())
-		}
+		holder := startLockHolder(t, e.Path, holderDir, env, hg)
 		live, ok, err := moto.Lock(testCtx(t), bucket, key, lock)
 		require.NoError(t, err)
 		require.True(t, ok, "the holder holds the lock")
@@ -246,9 +227,7 @@ func TestStaleLockRecoveryNeverTakesALiveLock(t *testing.T) {
 
 		// The holder is still the one holding it: it finishes its apply
 		// and releases its own lock.
-		hg.release(t)
-		<-holderExited
-		require.NoError(t, holderErr, "%s", holderOut.String())
+		holder.finish(t)
 		_, ok, err = moto.Lock(testCtx(t), bucket, key, lock)
 		require.NoError(t, err)
 		require.False(t, ok, "the holder released its lock")
