@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,6 +72,21 @@ func (c claim) matches(real, lineage string) bool {
 		at = c.Source
 	}
 	return at == real
+}
+
+// ownersOf returns the owner of every claim but instance id's on the
+// state file at real (symlinks resolved) with lineage, one per instance,
+// oldest adoption first. More than one means a release without the
+// register adopted the state again.
+func ownersOf(claims []claim, id, real, lineage string) []Owner {
+	var out []Owner
+	for _, c := range claims {
+		if c.ID != id && c.matches(real, lineage) && !slices.ContainsFunc(out, func(o Owner) bool { return o.ID == c.ID }) {
+			out = append(out, c.owner())
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Owner) int { return a.Time.Compare(b.Time) })
+	return out
 }
 
 // realPath is p with symlinks resolved, or p when it cannot be.
@@ -163,21 +179,77 @@ func (m *Manager) writeAdopted(reg adoptedRegister) error {
 	return nil
 }
 
-// adoptedSoFar returns the root's register, under the adoption lock. A
-// root with no register yet (made by a version that kept adoptions only
-// in each instance's record) gets one from those records: every home's
-// state.json that lists an adoption, believed only when the home and
-// the record are the effective user's (invariant 12). It is read once:
-// the next adoption writes the register.
-func (m *Manager) adoptedSoFar() (adoptedRegister, error) {
-	reg, exists, err := m.readAdopted()
-	if err != nil || exists {
-		return reg, err
+// claimsNow returns every claim on a state under the root as the
+// instances' own adoption records show it now, the caller holding the
+// adoption lock. The register is only an index of those records
+// (invariant 22): a release that does not know it (one before it, or one
+// that kept adoptions only in each instance's record) may have adopted
+// into an instance, or removed an owner, without touching it. So every
+// adoption reads every home's record (adoptions are rare: once per
+// legacy state; a root of many instances costs one directory read and
+// one small file per home, see BenchmarkAdoptionScan), and a claim
+// counts only as an instance's record, or a workdir, bears it out:
+//
+//   - A claim an instance's record lists is believed: the register's
+//     entry for it, or one made from the record (named by the workdir ID
+//     alone when the register never named the instance). A record is
+//     believed only when the home and the record are the effective
+//     user's (invariant 12).
+//   - A claim the register holds and no record lists is an adoption cut
+//     off between its claim and its record: believed while the
+//     instance's workdir holds a copy of that state (its lineage, or a
+//     state the SDK cannot read), which the instance would run on;
+//     dropped once the home is gone (Remove, or a release without the
+//     register, deleted it) or holds no copy (the adoption was cut off
+//     before it copied anything, or the home was made again since).
+//
+// stale is true when the register does not say exactly that: the next
+// adoption rewrites it.
+func (m *Manager) claimsNow() (claims []claim, stale bool, err error) {
+	reg, _, err := m.readAdopted()
+	if err != nil {
+		return nil, false, err
 	}
+	recorded, err := m.recordedClaims()
+	if err != nil {
+		return nil, false, err
+	}
+	names := map[string]claim{}
+	for _, c := range reg.Claims {
+		names[c.ID] = c
+	}
+	inRecord := func(c claim) bool {
+		return slices.ContainsFunc(recorded[c.ID], func(r claim) bool { return r.Source == c.Source })
+	}
+	for _, c := range reg.Claims {
+		if inRecord(c) || m.holdsCopy(c) {
+			claims = append(claims, c)
+		} else {
+			stale = true
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(recorded)) {
+		for _, r := range recorded[id] {
+			if slices.ContainsFunc(claims, func(c claim) bool { return c.ID == id && c.Source == r.Source }) {
+				continue
+			}
+			r.Stack, r.Instance = names[id].Stack, names[id].Instance
+			claims = append(claims, r)
+			stale = true
+		}
+	}
+	return claims, stale, nil
+}
+
+// recordedClaims returns, by workdir ID, the adoptions every home's own
+// record (ROOT/ID/.tfisolate/state.json) lists, believed only when the
+// home and the record are the effective user's (invariant 12).
+func (m *Manager) recordedClaims() (map[string][]claim, error) {
 	ents, err := os.ReadDir(m.root)
 	if err != nil {
-		return reg, fmt.Errorf("read the root's adoptions: %w", err)
+		return nil, fmt.Errorf("read the root's adoptions: %w", err)
 	}
+	out := map[string][]claim{}
 	for _, de := range ents {
 		// Homes are named by ID, which has no dot; the root's own
 		// entries all start with one.
@@ -185,19 +257,38 @@ func (m *Manager) adoptedSoFar() (adoptedRegister, error) {
 			continue
 		}
 		home := filepath.Join(m.root, de.Name())
-		if checkHome(home) != nil {
+		rec := readStateRecord(home) // first: most homes adopted nothing, and are done here
+		if len(rec.Adopted) == 0 || checkHome(home) != nil {
 			continue
 		}
-		p := stateRecordPath(home)
-		fi, err := os.Lstat(p)
+		fi, err := os.Lstat(stateRecordPath(home))
 		if err != nil || !fi.Mode().IsRegular() || pathtrust.Effective().Foreign(fi) != "" {
 			continue
 		}
-		for _, a := range readStateRecord(home).Adopted {
-			reg.Claims = append(reg.Claims, claim{ID: de.Name(), Source: a.Source, Real: realPath(a.Source), Lineage: a.Lineage, Time: a.Time})
+		for _, a := range rec.Adopted {
+			out[de.Name()] = append(out[de.Name()], claim{ID: de.Name(), Source: a.Source, Real: realPath(a.Source), Lineage: a.Lineage, Time: a.Time})
 		}
 	}
-	return reg, nil
+	return out, nil
+}
+
+// holdsCopy reports whether the workdir of c's instance holds a copy of
+// the state c claims: a state file (as Remove finds them) of c's
+// lineage, or one the SDK cannot read. A claim without a lineage cannot
+// be told from its copy and is believed while the home exists.
+func (m *Manager) holdsCopy(c claim) bool {
+	home := filepath.Join(m.root, c.ID)
+	if _, err := os.Lstat(home); err != nil {
+		return !errors.Is(err, fs.ErrNotExist) // gone is gone; anything else: kept, to be safe
+	}
+	if c.Lineage == "" {
+		return true
+	}
+	found, err := walkState(home, func(p string) bool {
+		st := readState(p)
+		return st.lineage == c.Lineage || st.encrypted || !st.complete && !st.empty()
+	})
+	return err != nil || len(found) > 0
 }
 
 // releaseAdoptions drops every claim of the instance id from the root's
