@@ -1,6 +1,7 @@
 package workdir
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -257,10 +258,14 @@ func (m *Manager) recordedClaims() (map[string][]claim, error) {
 			continue
 		}
 		home := filepath.Join(m.root, de.Name())
-		rec := readStateRecord(home) // first: most homes adopted nothing, and are done here
-		if len(rec.Adopted) == 0 || checkHome(home) != nil {
+		// Most homes adopted nothing: their record (if any) is read, but
+		// not parsed, and nothing else about them is looked at. The few
+		// that did are read as every reader of the record reads it.
+		b, err := os.ReadFile(stateRecordPath(home))
+		if err != nil || !bytes.Contains(b, []byte(`"adopted"`)) || checkHome(home) != nil {
 			continue
 		}
+		rec := readStateRecord(home)
 		fi, err := os.Lstat(stateRecordPath(home))
 		if err != nil || !fi.Mode().IsRegular() || pathtrust.Effective().Foreign(fi) != "" {
 			continue
