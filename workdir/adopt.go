@@ -183,7 +183,7 @@ func (m *Manager) writeAdopted(reg adoptedRegister) error {
 // claimsNow returns every claim on a state under the root as the
 // instances' own adoption records show it now, the caller holding the
 // adoption lock. The register is only an index of those records
-// (invariant 22): a release that does not know it (one before it, or one
+// them: a release that does not know it (one before it, or one
 // that kept adoptions only in each instance's record) may have adopted
 // into an instance, or removed an owner, without touching it. So every
 // adoption reads every home's record (adoptions are rare: once per
