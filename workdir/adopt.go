@@ -23,15 +23,19 @@ import (
 // A state adopted into one instance must never be adopted into a second
 // one (invariant 13): two instances would each manage the same
 // infrastructure. Each instance's own record (ROOT/ID/.tfisolate/
-// state.json) cannot say that, since a second instance never reads the
-// first one's, so the root keeps one register of every adoption made
-// under it, ROOT/.adopted.json, naming each adopted state's owner.
+// state.json) says what it adopted, and is the truth: every release
+// writes it. The root's register, ROOT/.adopted.json, indexes those
+// records and adds what they cannot say: each owner's stack and
+// instance, and a claim made before the instance's copies and record,
+// so an adoption cut off half-way still holds its state. A release
+// before the register never read or wrote it, so it is never believed
+// over the records (claimsNow): every adoption reads them all.
 // It is read, checked and extended under one root-wide flock,
 // ROOT/.locks/.adopted.lock, held from the check to the record, so two
 // processes adopting into two instances at once end with one owner.
 // Adoptions are rare (once per legacy state), so one lock for the root
-// costs nothing a run would notice, and a Prepare that adopts nothing
-// never takes it.
+// and one read of its homes' records cost nothing a run would notice,
+// and a Prepare that adopts nothing does neither.
 
 const (
 	adoptedFile = ".adopted.json" // under root: who adopted which state
@@ -182,9 +186,9 @@ func (m *Manager) writeAdopted(reg adoptedRegister) error {
 
 // claimsNow returns every claim on a state under the root as the
 // instances' own adoption records show it now, the caller holding the
-// adoption lock. The register is only an index of those records
-// them: a release that does not know it (one before it, or one
-// that kept adoptions only in each instance's record) may have adopted
+// adoption lock. The register is only an index of those records, never
+// believed over them: a release that does not know it (the one before
+// it kept adoptions only in each instance's record) may have adopted
 // into an instance, or removed an owner, without touching it. So every
 // adoption reads every home's record (adoptions are rare: once per
 // legacy state; a root of many instances costs one directory read and
@@ -204,8 +208,8 @@ func (m *Manager) writeAdopted(reg adoptedRegister) error {
 //     register, deleted it) or holds no copy (the adoption was cut off
 //     before it copied anything, or the home was made again since).
 //
-// stale is true when the register does not say exactly that: the next
-// adoption rewrites it.
+// stale is true when the register does not say exactly that: the
+// adoption under way rewrites it once it may go on.
 func (m *Manager) claimsNow() (claims []claim, stale bool, err error) {
 	reg, _, err := m.readAdopted()
 	if err != nil {
