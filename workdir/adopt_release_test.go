@@ -166,5 +166,6 @@ func TestAdoptionAcrossReleases(t *testing.T) {
 		_, err = m.Prepare(ctx, unit(src, "unit-5"))
 		require.NotContains(t, err.Error(), "unit-1")
 		require.Contains(t, err.Error(), "adopted it more than once")
+		require.Contains(t, err.Error(), "The owners, ")
 	})
 }

@@ -334,17 +334,19 @@ func (e *AdoptedError) Error() string {
 		fmt.Fprintf(&b, " (%s)", same)
 	}
 	b.WriteString("; two instances would each manage the same infrastructure, so nothing was copied. ")
+	owner := "the owner's workdir"
 	if len(owners) == 1 {
 		fmt.Fprintf(&b, "The owner, %s, runs on its own copy of it in its workdir. ", owners[0])
 	} else {
-		fmt.Fprintf(&b, "Each of %s runs on its own copy of it in its workdir: a release of the SDK without the root's register adopted it more than once, "+
-			"so they manage the same infrastructure already; keep the one whose copy is current and remove the others' workdirs (Manager.Remove, with force). ",
-			strings.Join(names, " and "))
+		owner = "the owners' workdirs"
+		fmt.Fprintf(&b, "The owners, %s, each run on their own copy of it in their workdirs: a release of the SDK without the root's register adopted it more than once, "+
+			"so they manage the same infrastructure already; decide which one manages it (compare their copies) and remove the others' workdirs "+
+			"(Manager.Remove with force deletes their copies). ", strings.Join(names, " and "))
 	}
 	fmt.Fprintf(&b, "To give %[1]s/%[2]s a state of its own, move %[3]s out of the component dir and prepare it without AdoptState; "+
-		"to hand the state over to %[1]s/%[2]s, remove the owner's workdir first (Manager.Remove releases the adoption; "+
-		"keep its copy of the state, which may be newer than the component's), then adopt again",
-		e.Stack, e.Instance, e.File.Path)
+		"to hand the state over to %[1]s/%[2]s, remove %[4]s first (Manager.Remove releases the adoption; "+
+		"keep a copy of the state, which may be newer than the component's), then adopt again",
+		e.Stack, e.Instance, e.File.Path, owner)
 	return b.String()
 }
 
