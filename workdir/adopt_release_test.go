@@ -134,7 +134,7 @@ func TestAdoptionAcrossReleases(t *testing.T) {
 		require.Equal(t, register, readFileString(t, filepath.Join(m.Root(), adoptedFile)), "the older release never touches the register")
 		w2 := prepare(t, m, Spec{Stack: "fleet", Instance: "unit-2", Source: src})
 		mustTerraform(t, ctx, bin, w2, env, "init", "-input=false", "-no-color")
-		mustTerraform(t, ctx, bin, w2, env, "plan", "-input=false", "-no-color", "-lock=false", "-detailed-exitcode")
+		mustTerraform(t, ctx, bin, w2, env, "plan", "-input=false", "-no-color", "-detailed-exitcode")
 		require.Equal(t, []string{"terraform_data.legacy"}, stateList(t, ctx, bin, w2, env))
 		require.Equal(t, lineage, readState(filepath.Join(w2.Dir, "terraform.tfstate")).lineage)
 		require.NoError(t, w2.Close())

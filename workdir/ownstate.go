@@ -37,11 +37,12 @@ import (
 //   - With adopt, every non-empty state file of the source is copied to the
 //     same place in the workdir, atomically, then the adoption is recorded;
 //     an instance state there that records resources from another lineage
-//     stops it before anything is copied, and so does a claim in the
-//     root's register (adopt.go) by another instance on one of those
-//     files or its lineage (*AdoptedError). The claims are written under
-//     the register's flock before the copies and kept if the copies or
-//     the record fail.
+//     stops it before anything is copied, and so does another
+//     instance's claim on one of those files or its lineage, as the
+//     instances' own records (and the root's register where they bear it
+//     out) show it now (claimsNow; *AdoptedError naming every owner).
+//     The claims are written under the register's flock before the
+//     copies and kept if the copies or the record fail.
 func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, dir, source string, b modtree.Backend, adopt bool) (err error) {
 	type found struct {
 		place string // as statePlaces names it
