@@ -300,6 +300,47 @@ func (m *Manager) holdsCopy(c claim) bool {
 	return err != nil || len(found) > 0
 }
 
+// nameOwner gives the root's register the stack and instance of id, an
+// instance whose own record lists adoptions (rec) that the register does
+// not name it for: made by a release without the register, they would
+// otherwise be named by the workdir ID alone. It is called by a Prepare
+// of the owner while the component source still holds the state, which
+// is when another instance may ask for it; a register that names it
+// already costs one read, and nothing is locked.
+func (m *Manager) nameOwner(ctx context.Context, id, stack, instance string, rec stateRecord) (err error) {
+	reg, _, err := m.readAdopted()
+	if err != nil {
+		return err
+	}
+	named := func(a adoptedState) bool {
+		return slices.ContainsFunc(reg.Claims, func(c claim) bool {
+			return c.ID == id && c.Source == a.Source && c.Stack == stack && c.Instance == instance
+		})
+	}
+	if !slices.ContainsFunc(rec.Adopted, func(a adoptedState) bool { return !named(a) }) {
+		return nil
+	}
+	fl, err := m.lockAdoptions(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, unlockAdoptions(fl)) }()
+	claims, _, err := m.claimsNow()
+	if err != nil {
+		return err
+	}
+	renamed := false
+	for i := range claims {
+		if c := &claims[i]; c.ID == id && (c.Stack != stack || c.Instance != instance) {
+			c.Stack, c.Instance, renamed = stack, instance, true
+		}
+	}
+	if !renamed {
+		return nil // its record is not believed (invariant 12): nothing to name
+	}
+	return m.writeAdopted(adoptedRegister{Claims: claims})
+}
+
 // releaseAdoptions drops every claim of the instance id from the root's
 // register: its workdir, and the state it adopted with it, is gone.
 func (m *Manager) releaseAdoptions(ctx context.Context, id string) (err error) {

@@ -82,14 +82,15 @@ func v0Remove(t *testing.T, m *Manager, instance string) {
 // root's register (its on-disk effect, captured from it) lets
 // fleet/unit-2 adopt the same state, leaving the register as it was;
 // today's release runs unit-2 on it (plain terraform plans no change:
-// unit-2 manages that infrastructure). Back on today's release, the
-// register is never believed over the instances' own records: unit-3 is
-// refused naming both owners, and once unit-1 is removed, unit-4 is
-// refused naming unit-2, the owner the register never knew, and not
-// unit-1. On a second root the older release removes the owner: unit-4
-// may adopt (the removed owner is no owner), and after the older release
-// adopts into unit-2 again, unit-5 is refused naming unit-4 and unit-2,
-// never unit-1.
+// unit-2 manages that infrastructure), and its Prepare gives the register
+// unit-2's name. The register is never believed over the instances' own
+// records: unit-3 is refused naming both owners, and once unit-1 is
+// removed, unit-4 is refused naming unit-2, the owner the register did
+// not know, and not unit-1. On a second root the older release removes
+// the owner: unit-4 may adopt (the removed owner is no owner), and after
+// the older release adopts into unit-2, unit-5 is refused naming unit-4
+// and unit-2 (by its workdir ID: today's release never ran it), never
+// unit-1.
 func TestAdoptionAcrossReleases(t *testing.T) {
 	bin := testenv.Terraform(t)
 	cli := filepath.Join(t.TempDir(), "empty.tfrc")
@@ -139,10 +140,16 @@ func TestAdoptionAcrossReleases(t *testing.T) {
 		require.Equal(t, lineage, readState(filepath.Join(w2.Dir, "terraform.tfstate")).lineage)
 		require.NoError(t, w2.Close())
 
-		refused(t, m, src, "unit-3", "instance fleet/unit-1", "the instance with workdir "+id2)
+		reg, _, err := m.readAdopted()
+		require.NoError(t, err)
+		require.Len(t, reg.Claims, 2, "today's Prepare of unit-2 names it in the register")
+		require.Equal(t, claim{Stack: "fleet", Instance: "unit-2", ID: id2, Source: filepath.Join(src, "terraform.tfstate"),
+			Real: realPath(filepath.Join(src, "terraform.tfstate")), Lineage: lineage, Time: reg.Claims[1].Time}, reg.Claims[1])
+
+		refused(t, m, src, "unit-3", "instance fleet/unit-1", "instance fleet/unit-2")
 		require.NoError(t, m.Remove(ctx, "fleet", "unit-1", true))
-		refused(t, m, src, "unit-4", "the instance with workdir "+id2)
-		_, err := m.Prepare(ctx, unit(src, "unit-4"))
+		refused(t, m, src, "unit-4", "instance fleet/unit-2")
+		_, err = m.Prepare(ctx, unit(src, "unit-4"))
 		require.NotContains(t, err.Error(), "unit-1", "a removed owner is no owner")
 	})
 

@@ -160,8 +160,9 @@
 //     and believes a claim of the index only as a record, or a copy of
 //     the state in the claimant's workdir, bears it out; an owner whose
 //     home is gone is no owner, an owner only a record names is named by
-//     its workdir ID, and a successful adoption rewrites the index as the
-//     records show it. The index is checked and extended under one
+//     its workdir ID until a Prepare of it (while the source still holds
+//     the state) gives the index its name, and a successful adoption
+//     rewrites the index as the records show it. The index is checked and extended under one
 //     root-wide flock (ROOT/.locks/.adopted.lock), claims written before
 //     the copies, so processes adopting at once end with one owner, and a
 //     kill or a failed copy leaves a claim (the instance's next adoption

@@ -78,7 +78,13 @@ func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, di
 	}
 	rec := readStateRecord(home)
 	if len(rec.Adopted) > 0 {
-		return nil // adopted once: the instance's state is its own from then on
+		// Adopted once: the instance's state is its own from then on. The
+		// register learns its name if a release without it adopted.
+		if err := m.nameOwner(ctx, id, stack, instance, rec); err != nil {
+			m.log.WarnContext(ctx, "the root's register of adoptions could not be given the instance's name; a refusal of the same state to another instance names it by its workdir ID",
+				"id", id, "error", err)
+		}
+		return nil
 	}
 	serr := &SourceStateError{Stack: stack, Instance: instance, Source: source, Files: files, Left: left}
 	if !adopt || len(left) > 0 {
