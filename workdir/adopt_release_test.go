@@ -68,8 +68,9 @@ func v0AdoptUnit2(t *testing.T, root, src string) string {
 }
 
 // v0Remove does what Manager.Remove of the release before the register
-// did: the same deletion of the home (remove.go's remove, unchanged
-// since), and nothing else.
+// did: the deletion of the home by remove.go's remove, which that
+// release ran the same way, and nothing else (giving up the instance's
+// claims in the register came with the register).
 func v0Remove(t *testing.T, m *Manager, instance string) {
 	t.Helper()
 	id, err := ID("fleet", instance)
