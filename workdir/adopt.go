@@ -1,11 +1,13 @@
 package workdir
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,15 +23,19 @@ import (
 // A state adopted into one instance must never be adopted into a second
 // one (invariant 13): two instances would each manage the same
 // infrastructure. Each instance's own record (ROOT/ID/.tfisolate/
-// state.json) cannot say that, since a second instance never reads the
-// first one's, so the root keeps one register of every adoption made
-// under it, ROOT/.adopted.json, naming each adopted state's owner.
+// state.json) says what it adopted, and is the truth: every release
+// writes it. The root's register, ROOT/.adopted.json, indexes those
+// records and adds what they cannot say: each owner's stack and
+// instance, and a claim made before the instance's copies and record,
+// so an adoption cut off half-way still holds its state. A release
+// before the register never read or wrote it, so it is never believed
+// over the records (claimsNow): every adoption reads them all.
 // It is read, checked and extended under one root-wide flock,
 // ROOT/.locks/.adopted.lock, held from the check to the record, so two
 // processes adopting into two instances at once end with one owner.
 // Adoptions are rare (once per legacy state), so one lock for the root
-// costs nothing a run would notice, and a Prepare that adopts nothing
-// never takes it.
+// and one read of its homes' records cost nothing a run would notice,
+// and a Prepare that adopts nothing does neither.
 
 const (
 	adoptedFile = ".adopted.json" // under root: who adopted which state
@@ -71,6 +77,21 @@ func (c claim) matches(real, lineage string) bool {
 		at = c.Source
 	}
 	return at == real
+}
+
+// ownersOf returns the owner of every claim but instance id's on the
+// state file at real (symlinks resolved) with lineage, one per instance,
+// oldest adoption first. More than one means a release without the
+// register adopted the state again.
+func ownersOf(claims []claim, id, real, lineage string) []Owner {
+	var out []Owner
+	for _, c := range claims {
+		if c.ID != id && c.matches(real, lineage) && !slices.ContainsFunc(out, func(o Owner) bool { return o.ID == c.ID }) {
+			out = append(out, c.owner())
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Owner) int { return a.Time.Compare(b.Time) })
+	return out
 }
 
 // realPath is p with symlinks resolved, or p when it cannot be.
@@ -163,21 +184,77 @@ func (m *Manager) writeAdopted(reg adoptedRegister) error {
 	return nil
 }
 
-// adoptedSoFar returns the root's register, under the adoption lock. A
-// root with no register yet (made by a version that kept adoptions only
-// in each instance's record) gets one from those records: every home's
-// state.json that lists an adoption, believed only when the home and
-// the record are the effective user's (invariant 12). It is read once:
-// the next adoption writes the register.
-func (m *Manager) adoptedSoFar() (adoptedRegister, error) {
-	reg, exists, err := m.readAdopted()
-	if err != nil || exists {
-		return reg, err
+// claimsNow returns every claim on a state under the root as the
+// instances' own adoption records show it now, the caller holding the
+// adoption lock. The register is only an index of those records, never
+// believed over them: a release that does not know it (the one before
+// it kept adoptions only in each instance's record) may have adopted
+// into an instance, or removed an owner, without touching it. So every
+// adoption reads every home's record (adoptions are rare: once per
+// legacy state; a root of many instances costs one directory read and
+// one small file per home, see BenchmarkAdoptionScan), and a claim
+// counts only as an instance's record, or a workdir, bears it out:
+//
+//   - A claim an instance's record lists is believed: the register's
+//     entry for it, or one made from the record (named by the workdir ID
+//     alone when the register never named the instance). A record is
+//     believed only when the home and the record are the effective
+//     user's (invariant 12).
+//   - A claim the register holds and no record lists is an adoption cut
+//     off between its claim and its record: believed while the
+//     instance's workdir holds a copy of that state (its lineage, or a
+//     state the SDK cannot read), which the instance would run on;
+//     dropped once the home is gone (Remove, or a release without the
+//     register, deleted it) or holds no copy (the adoption was cut off
+//     before it copied anything, or the home was made again since).
+//
+// stale is true when the register does not say exactly that: the
+// adoption under way rewrites it once it may go on.
+func (m *Manager) claimsNow() (claims []claim, stale bool, err error) {
+	reg, _, err := m.readAdopted()
+	if err != nil {
+		return nil, false, err
 	}
+	recorded, err := m.recordedClaims()
+	if err != nil {
+		return nil, false, err
+	}
+	names := map[string]claim{}
+	for _, c := range reg.Claims {
+		names[c.ID] = c
+	}
+	inRecord := func(c claim) bool {
+		return slices.ContainsFunc(recorded[c.ID], func(r claim) bool { return r.Source == c.Source })
+	}
+	for _, c := range reg.Claims {
+		if inRecord(c) || m.holdsCopy(c) {
+			claims = append(claims, c)
+		} else {
+			stale = true
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(recorded)) {
+		for _, r := range recorded[id] {
+			if slices.ContainsFunc(claims, func(c claim) bool { return c.ID == id && c.Source == r.Source }) {
+				continue
+			}
+			r.Stack, r.Instance = names[id].Stack, names[id].Instance
+			claims = append(claims, r)
+			stale = true
+		}
+	}
+	return claims, stale, nil
+}
+
+// recordedClaims returns, by workdir ID, the adoptions every home's own
+// record (ROOT/ID/.tfisolate/state.json) lists, believed only when the
+// home and the record are the effective user's (invariant 12).
+func (m *Manager) recordedClaims() (map[string][]claim, error) {
 	ents, err := os.ReadDir(m.root)
 	if err != nil {
-		return reg, fmt.Errorf("read the root's adoptions: %w", err)
+		return nil, fmt.Errorf("read the root's adoptions: %w", err)
 	}
+	out := map[string][]claim{}
 	for _, de := range ents {
 		// Homes are named by ID, which has no dot; the root's own
 		// entries all start with one.
@@ -185,19 +262,83 @@ func (m *Manager) adoptedSoFar() (adoptedRegister, error) {
 			continue
 		}
 		home := filepath.Join(m.root, de.Name())
-		if checkHome(home) != nil {
+		// Most homes adopted nothing: their record (if any) is read, but
+		// not parsed, and nothing else about them is looked at. The few
+		// that did are read as every reader of the record reads it.
+		b, err := os.ReadFile(stateRecordPath(home))
+		if err != nil || !bytes.Contains(b, []byte(`"adopted"`)) || checkHome(home) != nil {
 			continue
 		}
-		p := stateRecordPath(home)
-		fi, err := os.Lstat(p)
+		rec := readStateRecord(home)
+		fi, err := os.Lstat(stateRecordPath(home))
 		if err != nil || !fi.Mode().IsRegular() || pathtrust.Effective().Foreign(fi) != "" {
 			continue
 		}
-		for _, a := range readStateRecord(home).Adopted {
-			reg.Claims = append(reg.Claims, claim{ID: de.Name(), Source: a.Source, Real: realPath(a.Source), Lineage: a.Lineage, Time: a.Time})
+		for _, a := range rec.Adopted {
+			out[de.Name()] = append(out[de.Name()], claim{ID: de.Name(), Source: a.Source, Real: realPath(a.Source), Lineage: a.Lineage, Time: a.Time})
 		}
 	}
-	return reg, nil
+	return out, nil
+}
+
+// holdsCopy reports whether the workdir of c's instance holds a copy of
+// the state c claims: a state file (as Remove finds them) of c's
+// lineage, or one the SDK cannot read. A claim without a lineage cannot
+// be told from its copy and is believed while the home exists.
+func (m *Manager) holdsCopy(c claim) bool {
+	home := filepath.Join(m.root, c.ID)
+	if _, err := os.Lstat(home); err != nil {
+		return !errors.Is(err, fs.ErrNotExist) // gone is gone; anything else: kept, to be safe
+	}
+	if c.Lineage == "" {
+		return true
+	}
+	found, err := walkState(home, func(p string) bool {
+		st := readState(p)
+		return st.lineage == c.Lineage || st.encrypted || !st.complete && !st.empty()
+	})
+	return err != nil || len(found) > 0
+}
+
+// nameOwner gives the root's register the stack and instance of id, an
+// instance whose own record lists adoptions (rec) that the register does
+// not name it for: made by a release without the register, they would
+// otherwise be named by the workdir ID alone. It is called by a Prepare
+// of the owner while the component source still holds the state, which
+// is when another instance may ask for it; a register that names it
+// already costs one read, and nothing is locked.
+func (m *Manager) nameOwner(ctx context.Context, id, stack, instance string, rec stateRecord) (err error) {
+	reg, _, err := m.readAdopted()
+	if err != nil {
+		return err
+	}
+	named := func(a adoptedState) bool {
+		return slices.ContainsFunc(reg.Claims, func(c claim) bool {
+			return c.ID == id && c.Source == a.Source && c.Stack == stack && c.Instance == instance
+		})
+	}
+	if !slices.ContainsFunc(rec.Adopted, func(a adoptedState) bool { return !named(a) }) {
+		return nil
+	}
+	fl, err := m.lockAdoptions(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, unlockAdoptions(fl)) }()
+	claims, _, err := m.claimsNow()
+	if err != nil {
+		return err
+	}
+	renamed := false
+	for i := range claims {
+		if c := &claims[i]; c.ID == id && (c.Stack != stack || c.Instance != instance) {
+			c.Stack, c.Instance, renamed = stack, instance, true
+		}
+	}
+	if !renamed {
+		return nil // its record is not believed (invariant 12): nothing to name
+	}
+	return m.writeAdopted(adoptedRegister{Claims: claims})
 }
 
 // releaseAdoptions drops every claim of the instance id from the root's

@@ -110,32 +110,52 @@ func TestSecondAdoptionRefused(t *testing.T) {
 		Lineage: "src-lineage", Time: ae.Owner.Time}, ae.Owner)
 }
 
-// An adoption killed after its claim, before the copy and the
-// instance's record, leaves a claim naming the instance: another
-// instance is refused, and the instance's next adoption finishes the
-// job, claiming once.
+// An adoption killed after its claim and its copy, before the
+// instance's record, leaves a claim the copy bears out: another instance
+// is refused, and the instance's next adoption finishes the job,
+// claiming once. One killed before its copy leaves a claim nothing bears
+// out (the instance holds nothing it could run on): another instance
+// adopts, and the first is then refused naming it.
 func TestAdoptionKilledAfterClaimFinishes(t *testing.T) {
 	src := t.TempDir()
 	testenv.WriteTree(t, src, map[string]string{"main.tf": `resource "terraform_data" "a" {}`, "terraform.tfstate": stateWith2})
 	m := newManager(t)
+	ctx := context.Background()
 	mainSpec := Spec{Stack: "legacy", Instance: "main", Source: src, AdoptState: true}
 	w := prepare(t, m, mainSpec)
 	require.NoError(t, w.Close())
-	// What the kill left: the claim, and neither the copy nor the record.
-	require.NoError(t, os.Remove(filepath.Join(w.Dir, "terraform.tfstate")))
+	// What a kill after the copy left: the claim and the copy, no record.
 	require.NoError(t, os.Remove(stateRecordPath(w.Home)))
 
-	_, err := m.Prepare(context.Background(), Spec{Stack: "legacy", Instance: "two", Source: src, AdoptState: true})
+	two := Spec{Stack: "legacy", Instance: "two", Source: src, AdoptState: true}
+	_, err := m.Prepare(ctx, two)
 	require.ErrorIs(t, err, ErrAdopted)
 	require.Contains(t, err.Error(), "instance legacy/main adopted it already")
 
 	w = prepare(t, m, mainSpec)
 	require.Equal(t, stateWith2, readFileString(t, filepath.Join(w.Dir, "terraform.tfstate")))
 	require.Len(t, readStateRecord(w.Home).Adopted, 1)
+	require.NoError(t, w.Close())
 	reg, _, err := m.readAdopted()
 	require.NoError(t, err)
 	require.Len(t, reg.Claims, 1)
 	require.Equal(t, "main", reg.Claims[0].Instance)
+
+	// What a kill before the copy left: the claim alone.
+	require.NoError(t, os.Remove(filepath.Join(w.Dir, "terraform.tfstate")))
+	require.NoError(t, os.Remove(stateRecordPath(w.Home)))
+	w2 := prepare(t, m, two)
+	require.Equal(t, stateWith2, readFileString(t, filepath.Join(w2.Dir, "terraform.tfstate")))
+	require.NoError(t, w2.Close())
+	_, err = m.Prepare(ctx, mainSpec)
+	var ae *AdoptedError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, "two", ae.Owner.Instance)
+	require.Len(t, ae.Owners, 1)
+	reg, _, err = m.readAdopted()
+	require.NoError(t, err)
+	require.Len(t, reg.Claims, 1)
+	require.Equal(t, "two", reg.Claims[0].Instance)
 }
 
 // A root whose adoptions were recorded only in the instances' own

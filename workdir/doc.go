@@ -8,7 +8,7 @@
 //	ROOT/.locks/ID.lock            flock file of the instance (never deleted);
 //	                               in it, pid, host and time of the current holder
 //	ROOT/.locks/.adopted.lock      flock of the register of adoptions (never deleted)
-//	ROOT/.adopted.json             which instance adopted which state (Spec.AdoptState)
+//	ROOT/.adopted.json             index of the adoptions the homes record (Spec.AdoptState)
 //	ROOT/.tmp/ID/                  scratch for cold builds and removals
 //	ROOT/ID/                       the instance home
 //	ROOT/ID/.tfisolate/stamp.json  what the home was built from; written last
@@ -145,21 +145,33 @@
 //     ROOT/ID/.tfisolate/state.json last),
 //     and never again; adoption over instance state that records
 //     resources is refused, copying nothing. A state is adopted into one
-//     instance only (invariant 13): ROOT/.adopted.json names the owner
-//     of every state adopted under the root, by its lineage and its
-//     source file; a second instance asking for the same state (the same
-//     lineage wherever the file now is, or the same source file) is
-//     refused with an *AdoptedError (ErrAdopted and ErrSourceState)
-//     naming the owner's stack and instance, copying nothing. The
-//     register is checked and extended under one root-wide flock
-//     (ROOT/.locks/.adopted.lock), claims written before the copies, so
-//     processes adopting at once end with one owner, and a kill or a
-//     failed copy leaves a claim (the instance's next adoption finishes
-//     it), never a second owner. The register is replaced atomically
-//     and believed only as the effective user wrote it (invariant 12:
-//     another's file, one others could write, or one that is not the
-//     SDK's JSON stops the adoption by name). A root
-//     with no register yet gets one from the instances' own records.
+//     instance only (invariant 13): the instances' own records
+//     (ROOT/ID/.tfisolate/state.json) say who adopted what, and
+//     ROOT/.adopted.json is their index, naming each owner's stack and
+//     instance, the state's lineage and its source file. A second
+//     instance asking for the same state (the same lineage wherever the
+//     file now is, or the same source file) is refused with an
+//     *AdoptedError (ErrAdopted and ErrSourceState) naming every current
+//     owner (AdoptedError.Owners), copying nothing. The index is never
+//     believed over the records: a release that does not
+//     know it may have adopted into an instance or removed an owner
+//     without touching it, so every adoption reads every home's record
+//     (one small file per home, parsed only when it names an adoption)
+//     and believes a claim of the index only as a record, or a copy of
+//     the state in the claimant's workdir, bears it out; an owner whose
+//     home is gone is no owner, an owner only a record names is named by
+//     its workdir ID until a Prepare of it (while the source still holds
+//     the state) gives the index its name, and a successful adoption
+//     rewrites the index as the records show it. The index is checked and extended under one
+//     root-wide flock (ROOT/.locks/.adopted.lock), claims written before
+//     the copies, so processes adopting at once end with one owner, and a
+//     kill or a failed copy leaves a claim (the instance's next adoption
+//     finishes it) that keeps the state the instance's while its workdir
+//     holds a copy, never a second owner. The index is replaced
+//     atomically and believed only as the effective user wrote it
+//     (invariant 12: another's file, one others could write, or one that
+//     is not the SDK's JSON stops the adoption by name; so is a record:
+//     one others could write names no owner).
 //     The owner adopting again (an idempotent Prepare) goes on; Remove
 //     gives the owner's adoptions up. State the backend does not
 //     use but plain terraform in the component dir would stop to ask

@@ -295,30 +295,58 @@ type AdoptedError struct {
 	Stack, Instance string    // the instance that asked to adopt
 	File            StateFile // the component source's state file it asked for
 	Lineage         string    // File's lineage; "" when the SDK could not read one
-	Owner           Owner     // who adopted that state
+	Owner           Owner     // who adopted that state (Owners[0])
+	// Owners is every instance that holds that state now, as the
+	// instances' own records show it, oldest adoption first; never one
+	// whose workdir is gone. More than one means a release of the SDK
+	// without the root's register adopted it again.
+	Owners []Owner
 }
 
-// Error names both instances, the state and what to do.
+// Error names the instance, every owner, the state and what to do.
 func (e *AdoptedError) Error() string {
-	same := "the same file"
-	if e.Lineage != "" && e.Lineage == e.Owner.Lineage {
-		same = "the same state, lineage " + e.Lineage
-		if e.Owner.Source != e.File.Path {
-			same += ", copied from " + e.Owner.Source
-		}
+	owners := e.Owners
+	if len(owners) == 0 {
+		owners = []Owner{e.Owner}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%v: cannot adopt the component's state %s into instance %s/%s: %s adopted it already (%s",
-		ErrAdopted, e.File, e.Stack, e.Instance, e.Owner, same)
-	if !e.Owner.Time.IsZero() {
-		fmt.Fprintf(&b, ", at %s", e.Owner.Time.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "%v: cannot adopt the component's state %s into instance %s/%s: ", ErrAdopted, e.File, e.Stack, e.Instance)
+	names := make([]string, len(owners))
+	for i, o := range owners {
+		names[i] = o.String()
+		same := "the same file"
+		if e.Lineage != "" && e.Lineage == o.Lineage {
+			same = "the same state, lineage " + e.Lineage
+			if o.Source != e.File.Path {
+				same += ", copied from " + o.Source
+			}
+		}
+		if !o.Time.IsZero() {
+			same += ", at " + o.Time.UTC().Format(time.RFC3339)
+		}
+		if i > 0 {
+			b.WriteString(", and so did ")
+		}
+		fmt.Fprintf(&b, "%s", o)
+		if i == 0 {
+			b.WriteString(" adopted it already")
+		}
+		fmt.Fprintf(&b, " (%s)", same)
 	}
-	fmt.Fprintf(&b, "); two instances would each manage the same infrastructure, so nothing was copied. "+
-		"The owner, %[1]s, runs on its own copy of it in its workdir. "+
-		"To give %[2]s/%[3]s a state of its own, move %[4]s out of the component dir and prepare it without AdoptState; "+
-		"to hand the state over to %[2]s/%[3]s, remove %[1]s's workdir first (Manager.Remove releases the adoption; "+
-		"keep its copy of the state, which may be newer than the component's), then adopt again",
-		e.Owner, e.Stack, e.Instance, e.File.Path)
+	b.WriteString("; two instances would each manage the same infrastructure, so nothing was copied. ")
+	owner := "the owner's workdir"
+	if len(owners) == 1 {
+		fmt.Fprintf(&b, "The owner, %s, runs on its own copy of it in its workdir. ", owners[0])
+	} else {
+		owner = "the owners' workdirs"
+		fmt.Fprintf(&b, "The owners, %s, each run on their own copy of it in their workdirs: a release of the SDK without the root's register adopted it more than once, "+
+			"so they manage the same infrastructure already; decide which one manages it (compare their copies) and remove the others' workdirs "+
+			"(Manager.Remove with force deletes their copies). ", strings.Join(names, " and "))
+	}
+	fmt.Fprintf(&b, "To give %[1]s/%[2]s a state of its own, move %[3]s out of the component dir and prepare it without AdoptState; "+
+		"to hand the state over to %[1]s/%[2]s, remove %[4]s first (Manager.Remove releases the adoption; "+
+		"keep a copy of the state, which may be newer than the component's), then adopt again",
+		e.Stack, e.Instance, e.File.Path, owner)
 	return b.String()
 }
 

@@ -70,14 +70,17 @@ type Spec struct {
 	// the instance's own: later Prepares never copy it again, set or not.
 	// Adoption is refused (ErrSourceState, nothing copied) when the
 	// instance already has state that records resources at one of those
-	// places. A state is adopted into one instance only: the root keeps a
-	// register of every adoption (ROOT/.adopted.json, under a root-wide
-	// flock, so processes adopting at once end with one owner), and an
-	// adoption of a state another instance adopted already, the same
-	// lineage wherever the file is or the same source file, is refused
-	// with an *AdoptedError (ErrAdopted, ErrSourceState) naming the
-	// owner, copying nothing; Manager.Remove of the owner gives the state
-	// up. After adopting, move the state out of the component dir.
+	// places. A state is adopted into one instance only: each adoption
+	// checks every instance's own record of its adoptions under a
+	// root-wide flock (so processes adopting at once end with one owner;
+	// the root's index, ROOT/.adopted.json, is never believed over the
+	// records, so an adoption or removal by a release without it counts),
+	// and an adoption of a state another instance adopted already, the
+	// same lineage wherever the file is or the same source file, is
+	// refused with an *AdoptedError (ErrAdopted, ErrSourceState) naming
+	// every current owner, copying nothing; Manager.Remove of the owner
+	// gives the state up. After adopting, move the state out of the
+	// component dir.
 	AdoptState bool
 	// Engine is the engine that will run the workdir: Terraform (also
 	// the empty value) or OpenTofu. It decides which files are

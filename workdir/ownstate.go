@@ -37,11 +37,12 @@ import (
 //   - With adopt, every non-empty state file of the source is copied to the
 //     same place in the workdir, atomically, then the adoption is recorded;
 //     an instance state there that records resources from another lineage
-//     stops it before anything is copied, and so does a claim in the
-//     root's register (adopt.go) by another instance on one of those
-//     files or its lineage (*AdoptedError). The claims are written under
-//     the register's flock before the copies and kept if the copies or
-//     the record fail.
+//     stops it before anything is copied, and so does another
+//     instance's claim on one of those files or its lineage, as the
+//     instances' own records (and the root's register where they bear it
+//     out) show it now (claimsNow; *AdoptedError naming every owner).
+//     The claims are written under the register's flock before the
+//     copies and kept if the copies or the record fail.
 func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, dir, source string, b modtree.Backend, adopt bool) (err error) {
 	type found struct {
 		place string // as statePlaces names it
@@ -77,7 +78,13 @@ func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, di
 	}
 	rec := readStateRecord(home)
 	if len(rec.Adopted) > 0 {
-		return nil // adopted once: the instance's state is its own from then on
+		// Adopted once: the instance's state is its own from then on. The
+		// register learns its name if a release without it adopted.
+		if err := m.nameOwner(ctx, id, stack, instance, rec); err != nil {
+			m.log.WarnContext(ctx, "the root's register of adoptions could not be given the instance's name; a refusal of the same state to another instance names it by its workdir ID",
+				"id", id, "error", err)
+		}
+		return nil
 	}
 	serr := &SourceStateError{Stack: stack, Instance: instance, Source: source, Files: files, Left: left}
 	if !adopt || len(left) > 0 {
@@ -128,31 +135,36 @@ func (m *Manager) sourceState(ctx context.Context, id, stack, instance, home, di
 		return fmt.Errorf("adopt the component's state: %w", err)
 	}
 	defer func() { err = errors.Join(err, unlockAdoptions(fl)) }()
-	reg, err := m.adoptedSoFar()
+	claims, stale, err := m.claimsNow()
 	if err != nil {
 		return fmt.Errorf("adopt the component's state: %w", err)
 	}
 	var mine []claim
 	for _, f := range adopted {
 		real := realPath(f.path)
-		for _, c := range reg.Claims {
-			if c.ID != id && c.matches(real, f.st.lineage) {
-				return &AdoptedError{Stack: stack, Instance: instance, Lineage: f.st.lineage, Owner: c.owner(),
-					File: StateFile{Path: f.path, Resources: f.st.resourceCount(), Outputs: f.st.outputs}}
-			}
+		if owners := ownersOf(claims, id, real, f.st.lineage); len(owners) > 0 {
+			return &AdoptedError{Stack: stack, Instance: instance, Lineage: f.st.lineage, Owner: owners[0], Owners: owners,
+				File: StateFile{Path: f.path, Resources: f.st.resourceCount(), Outputs: f.st.outputs}}
 		}
 		mine = append(mine, claim{Stack: stack, Instance: instance, ID: id, Source: f.path, Real: real, Lineage: f.st.lineage, Time: now})
 	}
 	// Claimed first: a kill or a failure after this leaves a claim naming
 	// this instance (its next adoption finishes the job, and no other
-	// instance adopts meanwhile), never copies another instance could
-	// adopt as well. So a failure below keeps the claim: giving it back
-	// could leave copies here that the instance would run on while
-	// another adopts the same state. Claims of this instance already
-	// there are from an adoption cut off before its record: replaced.
-	reg.Claims = append(slices.DeleteFunc(reg.Claims, func(c claim) bool { return c.ID == id }), mine...)
-	if err := m.writeAdopted(reg); err != nil {
+	// instance adopts meanwhile once it holds a copy), never copies
+	// another instance could adopt as well. So a failure below keeps the
+	// claim: giving it back could leave copies here that the instance
+	// would run on while another adopts the same state. Claims of this
+	// instance already there are from an adoption cut off before its
+	// record: replaced. The register written is the one claimsNow found
+	// true, so a stale one (a release without it adopted or removed)
+	// is mended here.
+	claims = append(slices.DeleteFunc(claims, func(c claim) bool { return c.ID == id }), mine...)
+	if err := m.writeAdopted(adoptedRegister{Claims: claims}); err != nil {
 		return fmt.Errorf("adopt the component's state: %w", err)
+	}
+	if stale {
+		m.log.InfoContext(ctx, "the root's register of adoptions disagreed with the instances' own records (a release without it adopted or removed an instance): rewritten from them",
+			"register", filepath.Join(m.root, adoptedFile))
 	}
 	for _, f := range todo {
 		dst := placeIn(dir, f.place)

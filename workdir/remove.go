@@ -82,21 +82,25 @@ func (m *Manager) remove(id string, force bool) error {
 	return os.RemoveAll(scratch)
 }
 
-// findState returns every state-like file in the instance's workdir that
-// records at least one resource (or cannot be parsed, which is treated the
-// same way, to err on the side of keeping it): files named like state
+// findState returns every state-like file in the instance's workdir (see
+// walkState) that records at least one resource, or cannot be parsed,
+// which is treated the same way, to err on the side of keeping it. A
+// backup counts as much as the state itself: an emptied
+// terraform.tfstate beside a backup that records resources still means
+// infrastructure may exist. A state the SDK cannot read (an OpenTofu
+// encrypted state, a cut-off file) counts as recording resources.
+func findState(home string) ([]string, error) { return walkState(home, hasResources) }
+
+// walkState returns every state-like regular file in the instance's
+// workdir for which keep is true. State-like are files named like state
 // anywhere (terraform.tfstate*, *.tfstate and their backups, workspace
 // state under terraform.tfstate.d), and the state at the component's
 // local backend path and under its workspace_dir, read from the
-// configuration in the workdir (generated files included). A backup
-// counts as much as the state itself: an emptied terraform.tfstate beside
-// a backup that records resources still means infrastructure may exist.
-// A state the SDK cannot read (an OpenTofu encrypted state, a cut-off
-// file) counts as recording resources. A state file copied from the
-// source because the configuration reads it (a local
+// configuration in the workdir (generated files included). A state file
+// copied from the source because the configuration reads it (a local
 // terraform_remote_state) is the source's, not the instance's, as long
 // as the copy is untouched.
-func findState(home string) ([]string, error) {
+func walkState(home string, keep func(p string) bool) ([]string, error) {
 	src := filepath.Join(home, srcDir)
 	comp := "."
 	st := readStamp(home)
@@ -139,7 +143,7 @@ func findState(home string) ([]string, error) {
 		if isState && st != nil && st.Inputs[rel] != "" && fileSHA(p) == st.Inputs[rel] {
 			return nil // an untouched copy of a state the configuration reads: the source's
 		}
-		if isState && de.Type().IsRegular() && hasResources(p) {
+		if isState && de.Type().IsRegular() && keep(p) {
 			found = append(found, p)
 		}
 		return nil

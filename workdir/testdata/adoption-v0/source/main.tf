@@ -1,0 +1,3 @@
+resource "terraform_data" "legacy" {
+  input = "adopted once"
+}
