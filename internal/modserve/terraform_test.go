@@ -1,0 +1,56 @@
+package modserve
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/testenv"
+)
+
+// TestPlainEngineInstallsFromServer: plain terraform and plain tofu,
+// pointed at the module server only by a CLI config host block for the
+// registry's host (HostBlock: modules.v1 on the server) and the server's
+// token as TF_TOKEN_<host>, install a registry module from it (versions,
+// the download answer, the tree archive with its checksum), in two root
+// modules of their own: the upstream archive is downloaded once. Under
+// every engine of the matrix.
+func TestPlainEngineInstallsFromServer(t *testing.T) {
+	testenv.Engines(t, func(t *testing.T, e testenv.Engine) {
+		w := newWorld(t)
+		cfg := filepath.Join(t.TempDir(), "cli.tfrc")
+		require.NoError(t, os.WriteFile(cfg, []byte(w.client(t).HostBlock(w.reg.Host(), "")), 0o644))
+		cert := writeCert(t, w.srv)
+		for _, root := range []string{"a", "b"} {
+			dir := filepath.Join(t.TempDir(), root)
+			testenv.WriteTree(t, dir, map[string]string{"main.tf": `module "greet" {
+  source  = "` + w.mod.Source() + `"
+  version = "~> 1.0"
+}
+output "version" { value = module.greet.version }
+`})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			cmd := exec.CommandContext(ctx, e.Path, "get", "-no-color")
+			cmd.Dir = dir
+			cmd.Env = append(testenv.TerraformEnv(cfg), "SSL_CERT_FILE="+cert,
+				"TF_TOKEN_"+strings.ReplaceAll(w.reg.Host(), ".", "_")+"="+w.token)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			err := cmd.Run()
+			cancel()
+			require.NoError(t, err, out.String())
+			b, err := os.ReadFile(filepath.Join(dir, ".terraform", "modules", "greet", "main.tf"))
+			require.NoError(t, err, out.String())
+			require.Contains(t, string(b), `"1.0.0"`)
+			require.FileExists(t, filepath.Join(dir, ".terraform", "modules", "greet", "modules", "x", "x.tf"))
+		}
+		require.Equal(t, 1, w.downloads(), "one upstream download for both roots")
+	})
+}
