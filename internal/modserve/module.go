@@ -86,3 +86,26 @@ func (m Module) storeKey() string {
 // path is the package's path below the server's tree archives and its
 // download answers: HOST/NAMESPACE/NAME/SYSTEM/VERSION.
 func (m Module) path() string { return m.Source() + "/" + m.Version }
+
+// RegistryHost returns the host of a registry module source address
+// (HOST/NAMESPACE/NAME/SYSTEM, or NAMESPACE/NAME/SYSTEM on defaultHost)
+// and whether source is one: a local path, a URL, a forced getter
+// ("git::"), a subdirectory ("//") or any other form is not.
+func RegistryHost(source, defaultHost string) (string, bool) {
+	if strings.Contains(source, "//") || strings.Contains(source, "::") || strings.Contains(source, "?") ||
+		strings.HasPrefix(source, ".") || strings.HasPrefix(source, "/") {
+		return "", false
+	}
+	parts := strings.Split(source, "/")
+	if len(parts) == 3 {
+		parts = append([]string{defaultHost}, parts...)
+	}
+	if len(parts) != 4 {
+		return "", false
+	}
+	m := Module{Host: strings.ToLower(parts[0]), Namespace: parts[1], Name: parts[2], System: parts[3], Version: "0.0.0"}
+	if m.validate() != nil {
+		return "", false
+	}
+	return m.Host, true
+}
