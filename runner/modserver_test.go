@@ -30,7 +30,7 @@ func TestServerCLIConfig(t *testing.T) {
 
 	user := &cliconfig.File{
 		Hosts: map[string]map[string]any{
-			"registry.example.test": {"modules.v1": "https://127.0.0.1:1/v1/modules/", "providers.v1": "https://127.0.0.1:1/v1/providers/"},
+			"registry.example.test":  {"modules.v1": "https://127.0.0.1:1/v1/modules/", "providers.v1": "https://127.0.0.1:1/v1/providers/"},
 			"elsewhere.example.test": {"modules.v1": "https://elsewhere/"},
 		},
 		Credentials: map[string]map[string]any{"registry.example.test": {"token": "users-own"}, "elsewhere.example.test": {"token": "keep"}},
