@@ -31,8 +31,11 @@ import (
 // modules are fetched from their registries as without the option, and
 // a warning in Report.Warnings (once per Run), a Warn record, a
 // module-fallback event (Event.ModuleFallback) and a line in the unit's
-// log name the server and what was used instead. Git, http and other
-// sources are fetched as without the option.
+// log name the server and what was used instead. Git modules over https
+// (git::https://HOST/PATH.git?ref=...) go through the server too (git's
+// url.<server>/git/HOST/.insteadOf in the environment of get, the token
+// as a header sent to the server only); http, s3 and other sources are
+// fetched as without the option.
 func WithModuleServer(url string) Option {
 	return optionFunc(func(c *config) error {
 		if _, err := modserve.NewClient(url); err != nil {
@@ -109,7 +112,9 @@ func WithServerLogger(l *slog.Logger) ServerOption {
 // download is fetched from its registry once (under the store's flock,
 // for every process sharing dir) and served from the store, packed from
 // the verified entry and checked file by file, with its SHA-256 for
-// terraform to check and its tree digest for the SDK's client. Serve it
+// terraform to check and its tree digest for the SDK's client; a git
+// repository (git::https sources) is cloned once and served over git's
+// dumb HTTP protocol under /git/, each file checked as it is sent. Serve it
 // from your own http.Server with a certificate: clients speak https only.
 func ModuleServer(dir string, opts ...ServerOption) (http.Handler, error) {
 	var mo []modserve.Option
@@ -141,6 +146,21 @@ func registryHosts(calls []modtree.Call, defaultHost string) []string {
 			continue
 		}
 		if h, ok := modserve.RegistryHost(c.Source, defaultHost); ok && !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+// gitHosts are the hosts of the git::https modules among calls, in
+// order, once each.
+func gitHosts(calls []modtree.Call) []string {
+	var hosts []string
+	for _, c := range calls {
+		if c.Local || c.Dynamic {
+			continue
+		}
+		if h, ok := modserve.GitHost(c.Source); ok && !slices.Contains(hosts, h) {
 			hosts = append(hosts, h)
 		}
 	}

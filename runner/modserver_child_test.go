@@ -45,6 +45,7 @@ type modRunnerResult struct {
 	Succeeded int
 	Errs      []string
 	Versions  []string // each unit's "version" output
+	Greetings []string // each unit's "greeting" output (the git module's)
 	Warnings  []string // Report.Warnings
 	Fallbacks []string // module-fallback events: their ModuleFallback
 }
@@ -126,6 +127,11 @@ func modRunnerChild() error {
 			_ = json.Unmarshal(o.Value, &v)
 		}
 		res.Versions = append(res.Versions, v)
+		var g string
+		if o, ok := u.Outputs["greeting"]; ok {
+			_ = json.Unmarshal(o.Value, &g)
+		}
+		res.Greetings = append(res.Greetings, g)
 	}
 	b, err := json.Marshal(res)
 	if err != nil {

@@ -14,7 +14,8 @@ import (
 // default host for a three-part source) to the server, keeps the other
 // services of the user's host block and every other host, and never
 // sends the user's own token for such a host: the server's takes its
-// place. Local, git and dynamic calls name no host.
+// place. Local, git and dynamic calls name no registry host; git::https
+// calls name their git host (ssh and plain URLs none).
 func TestServerCLIConfig(t *testing.T) {
 	calls := []modtree.Call{
 		{Source: "registry.example.test/acme/vpc/aws"},
@@ -27,6 +28,10 @@ func TestServerCLIConfig(t *testing.T) {
 	}
 	hosts := registryHosts(calls, "default.example.test")
 	require.Equal(t, []string{"registry.example.test", "default.example.test"}, hosts)
+	require.Equal(t, []string{"git.example.test"}, gitHosts(append(calls,
+		modtree.Call{Source: "git::https://GIT.example.test/y.git//sub?ref=v2"},
+		modtree.Call{Source: "git::ssh://git.other.test/z.git"},
+		modtree.Call{Source: "https://files.example.test/m.zip"})))
 
 	user := &cliconfig.File{
 		Hosts: map[string]map[string]any{

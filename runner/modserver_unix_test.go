@@ -32,6 +32,7 @@ type modFleet struct {
 	tf     string
 	dir    string
 	reg    *testregistry.Server
+	git    *testregistry.GitServer
 	server *childproc.Proc
 	url    string
 	env    map[string]string
@@ -45,6 +46,12 @@ func startModFleet(t *testing.T, tf string) *modFleet {
 	require.NoError(t, f.reg.AddModule("tfisolate", "greet", "tfitest", "1.0.0", map[string]string{
 		"main.tf": `output "version" { value = "1.0.0" }` + "\n",
 	}))
+	f.git = testregistry.StartGit(t, filepath.Join(f.dir, "git"))
+	require.NoError(t, f.git.AddRepo("hello", []string{"v1.0.0"}, map[string]map[string]string{
+		"v1.0.0": {"main.tf": `output "greeting" { value = "hello 1.0.0" }` + "\n"}}))
+	gitCA := filepath.Join(f.dir, "git-ca.pem")
+	require.NoError(t, f.git.WriteCAFile(gitCA))
+	t.Setenv("GIT_SSL_CAINFO", gitCA) // the server process's clone (httptest's certificate: the server's too)
 	reg := fleetRegistry{Host: f.reg.Host(), Addr: f.reg.Addr(), CAFile: filepath.Join(f.dir, "registry-ca.pem")}
 	require.NoError(t, f.reg.WriteCAFile(reg.CAFile))
 	cert := filepath.Join(f.dir, "server.pem")
@@ -63,7 +70,7 @@ func startModFleet(t *testing.T, tf string) *modFleet {
 	require.NoError(t, os.WriteFile(bundle, append(ca, sc...), 0o644))
 	user := filepath.Join(f.dir, "user.tfrc")
 	require.NoError(t, os.WriteFile(user, []byte(f.reg.ModuleServices()), 0o644))
-	f.env = map[string]string{"TF_CLI_CONFIG_FILE": user, "SSL_CERT_FILE": bundle, "TF_TOKEN_127_0_0_1": modFleetToken}
+	f.env = map[string]string{"TF_CLI_CONFIG_FILE": user, "SSL_CERT_FILE": bundle, "GIT_SSL_CAINFO": gitCA, "TF_TOKEN_127_0_0_1": modFleetToken}
 	return f
 }
 
@@ -79,6 +86,8 @@ func (f *modFleet) machine(t *testing.T, name string, instances int) *childproc.
   version = "~> 1.0"
 }
 output "version" { value = module.greet.version }
+module "hello" { source = "` + f.git.Source("hello", "v1.0.0") + `" }
+output "greeting" { value = module.hello.greeting }
 `})
 	cfg := modRunnerConfig{TF: f.tf, Root: filepath.Join(dir, "workdirs"), Store: filepath.Join(dir, "modules"), Server: f.url, Env: f.env}
 	for i := range instances {
@@ -106,10 +115,11 @@ func modResult(t *testing.T, p *childproc.Proc) modRunnerResult {
 
 // TestModuleServerFleet (issue 42 item 1): three runner processes, each a
 // machine with its own workdir root and module store, apply three
-// instances each of a component calling a registry module, at once from
-// a cold start, through one module server process: every instance
-// applies the module, and the registry counts one download of it for the
-// whole fleet, with no fallback. Then the server goes down: two more
+// instances each of a component calling a registry module and a git
+// module, at once from a cold start, through one module server process:
+// every instance applies both, the registry counts one download of the
+// registry module for the whole fleet and the git server one clone, with
+// no fallback. Then the server goes down: two more
 // machines each apply from the registry and say so, naming the server, in
 // Report.Warnings and a module-fallback event. Under every engine of the
 // matrix.
@@ -132,10 +142,12 @@ func TestModuleServerFleet(t *testing.T) {
 			require.Empty(t, res.Errs, "machine %d", i)
 			require.Equal(t, instances, res.Succeeded, "machine %d", i)
 			require.Equal(t, []string{"1.0.0", "1.0.0", "1.0.0"}, res.Versions)
+			require.Equal(t, []string{"hello 1.0.0", "hello 1.0.0", "hello 1.0.0"}, res.Greetings)
 			require.Empty(t, res.Warnings, "machine %d", i)
 			require.Empty(t, res.Fallbacks, "machine %d", i)
 		}
 		require.Equal(t, 1, downloads(), "one upstream download for the fleet")
+		require.Equal(t, 1, f.git.Fetches("hello"), "one upstream clone for the fleet")
 
 		require.NoError(t, f.server.Stdin.Close())
 		require.NoError(t, f.server.Wait(), f.server.Output())
@@ -150,6 +162,7 @@ func TestModuleServerFleet(t *testing.T) {
 			res := modResult(t, p)
 			require.Empty(t, res.Errs, "late machine %d", i)
 			require.Equal(t, []string{"1.0.0"}, res.Versions)
+			require.Equal(t, []string{"hello 1.0.0"}, res.Greetings)
 			require.Len(t, res.Warnings, 1, "late machine %d: %v", i, res.Warnings)
 			require.Contains(t, res.Warnings[0], "module server "+f.url+" failed")
 			require.Contains(t, res.Warnings[0], "fetched from the modules' own sources")
@@ -157,5 +170,6 @@ func TestModuleServerFleet(t *testing.T) {
 			require.Len(t, res.Fallbacks, 1, "late machine %d", i)
 		}
 		require.Equal(t, 3, downloads(), "each machine without its server fetched from the registry")
+		require.Equal(t, 3, f.git.Fetches("hello"), "and cloned from the git server")
 	})
 }

@@ -5,16 +5,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/earlyeval"
 	"github.com/tfisolate/tfisolate/internal/modinstall"
 	"github.com/tfisolate/tfisolate/internal/modmanifest"
+	"github.com/tfisolate/tfisolate/internal/modserve"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/reflink"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
@@ -258,8 +261,9 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (mo
 	get := x.u.Args.getCmd(update)
 	var fb *ModuleFallback
 	if srv := x.rs.cfg.moduleServer; srv != "" {
-		if hosts := registryHosts(x.tree.Calls, x.rs.eng.RegistryHost()); len(hosts) > 0 {
-			err := x.getThroughServer(ctx, get, srv, hosts)
+		hosts, gits := registryHosts(x.tree.Calls, x.rs.eng.RegistryHost()), gitHosts(x.tree.Calls)
+		if len(hosts) > 0 || len(gits) > 0 {
+			err := x.getThroughServer(ctx, get, srv, hosts, gits)
 			if err == nil {
 				x.out.note("modules: fetched through the module server " + srv)
 				return x.snapshotFetched(dst)
@@ -305,8 +309,11 @@ func (x *unitRun) snapshotFetched(dst string) (modinstall.Snapshot, error) {
 // from, not retried) with the unit's CLI config sending hosts' module
 // requests to the server (serverCLIConfig), and the server's token
 // (TF_TOKEN_<server host>) as their credentials, in the CLI config and
-// as their TF_TOKEN_ variables alike.
-func (x *unitRun) getThroughServer(ctx context.Context, get tfcmd.Cmd, server string, hosts []string) error {
+// as their TF_TOKEN_ variables alike; and with git sending fetches from
+// gits (the hosts of its git::https sources) to the server, the token
+// as a header to the server only (modserve's GitConfig, after any
+// GIT_CONFIG_COUNT entries the unit's environment has).
+func (x *unitRun) getThroughServer(ctx context.Context, get tfcmd.Cmd, server string, hosts, gits []string) error {
 	u, _ := url.Parse(server) // checked by WithModuleServer
 	token, _ := x.lookupEnv(tokenVar(u.Host))
 	f := serverCLIConfig(x.user, server, token, hosts)
@@ -336,6 +343,14 @@ func (x *unitRun) getThroughServer(ctx context.Context, get tfcmd.Cmd, server st
 		if token != "" {
 			env[tokenVar(h)] = token
 		}
+	}
+	if len(gits) > 0 {
+		c, err := modserve.NewClient(server)
+		if err != nil {
+			return err
+		}
+		first, _ := strconv.Atoi(env["GIT_CONFIG_COUNT"])
+		maps.Copy(env, c.GitConfig(gits, token, max(first, 0)))
 	}
 	_, err = x.newTF(x.w.Dir, environ(env)).Run(ctx, get)
 	return err

@@ -22,16 +22,22 @@
 //
 // What a server serves is a module package by its key: a registry
 // module's source address (HOST/NAMESPACE/NAME/SYSTEM) and exact version
-// (Module). Version lists are the upstream's, asked on each request.
+// (Module), or a git repository over https (git.go: served over git's
+// dumb HTTP protocol from a clone made once, reached through git's
+// insteadOf, GitConfig). Version lists are the upstream's, asked on each
+// request; a repository's refs are its clone's, cloned again after
+// WithGitRefresh.
 //
 // Guarantees:
 //
 //   - Once per fleet. A package the server's store lacks is fetched from
 //     its own registry (service discovery, download answer, the tar.gz
-//     or zip archive it points at) under the store's per-key flock, so
-//     concurrent requests, in the server's process and in any other
-//     sharing its store dir, cause one upstream download; the fill goes
-//     on when the asking client goes away, within WithFillTimeout.
+//     or zip archive it points at), a repository cloned (git clone
+//     --mirror), under the store's per-key flock, so concurrent
+//     requests, in the server's process and in any other sharing its
+//     store dir, cause one upstream download; the fill goes on when the
+//     asking client goes away, within WithFillTimeout. Of many listings
+//     of a stale repository's refs at once, one clones again.
 //   - Verified bytes only. The server sends the stored tree packed
 //     deterministically (the same bytes every time), each file checked
 //     against the entry's manifest as it is read (a file changed since
@@ -61,6 +67,7 @@
 //     headers, TLS).
 //
 // Not yet: a download location that is a git, s3 or gcs source, or names
-// a subdirectory, is refused by name (ErrUpstream); git and http module
-// sources called directly are not served.
+// a subdirectory, is refused by name (ErrUpstream); http, s3, gcs and
+// ssh module sources called directly are not served, and the server
+// clones git repositories without credentials.
 package modserve

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tfisolate/tfisolate/internal/modstore"
 	"github.com/tfisolate/tfisolate/internal/treesum"
@@ -24,6 +25,7 @@ import (
 //	GET /modules.v1/HOST/NS/NAME/SYSTEM/versions          the upstream's version list (modules.v1)
 //	GET /modules.v1/HOST/NS/NAME/SYSTEM/VERSION/download  204, X-Terraform-Get: the tree archive
 //	GET /v1/tree/HOST/NS/NAME/SYSTEM/VERSION.tar.gz       the verified tree, with its digest
+//	GET /git/HOST/PATH.git/FILE                           a git module repository (git.go)
 //
 // Paths are relative to where the host mounts the handler (with
 // http.StripPrefix under a prefix); the download answer's location is
@@ -63,11 +65,12 @@ func Handler(s *modstore.Store, opts ...Option) (http.Handler, error) {
 		return nil, err
 	}
 	h := &handler{s: s, cfg: cfg, up: &upstream{client: cfg.client, maxSize: cfg.maxSize, token: func(host string) string { return cfg.upTokens[host] }},
-		sums: map[string]string{}}
+		sums: map[string]string{}, refreshed: map[string]time.Time{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /modules.v1/{host}/{ns}/{name}/{system}/versions", h.versions)
 	mux.HandleFunc("GET /modules.v1/{host}/{ns}/{name}/{system}/{version}/download", h.download)
 	mux.HandleFunc("GET /v1/tree/{host}/{ns}/{name}/{system}/{file}", h.tree)
+	mux.HandleFunc("GET /git/{rest...}", h.git)
 	h.mux = mux
 	return h, nil
 }
@@ -78,8 +81,9 @@ type handler struct {
 	up  *upstream
 	mux *http.ServeMux
 
-	mu   sync.Mutex
-	sums map[string]string // archive SHA-256 by store key and tree digest
+	mu        sync.Mutex
+	sums      map[string]string    // archive SHA-256 by store key and tree digest
+	refreshed map[string]time.Time // when each git repository was last cloned by this handler
 }
 
 // httpError is a request's failure with its status.

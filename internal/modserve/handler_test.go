@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -290,4 +291,74 @@ func writeCert(t *testing.T, srv *httptest.Server) string {
 	p := filepath.Join(t.TempDir(), "server.pem")
 	require.NoError(t, os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644))
 	return p
+}
+
+// newGitUpstream is a loopback git server with repository hello, tags
+// v1.0.0 and v1.1.0 (each saying its version in an output), trusted by
+// every git of this test and its children (GIT_SSL_CAINFO: httptest's
+// certificate, which the module server's is too).
+func newGitUpstream(t *testing.T) *testregistry.GitServer {
+	t.Helper()
+	g := testregistry.StartGit(t, t.TempDir())
+	files := map[string]map[string]string{}
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		files["v"+v] = map[string]string{"main.tf": `output "greeting" { value = "hello ` + v + `" }` + "\n"}
+	}
+	require.NoError(t, g.AddRepo("hello", []string{"v1.0.0", "v1.1.0"}, files))
+	ca := filepath.Join(t.TempDir(), "git-ca.pem")
+	require.NoError(t, g.WriteCAFile(ca))
+	t.Setenv("GIT_SSL_CAINFO", ca)
+	return g
+}
+
+// TestGitFleetClonesOnce: four machines clone a git module's repository
+// through the server at once (their git's insteadOf, GitConfig, with the
+// token): upstream is cloned once, each machine checks out both tags
+// from the server's copy; a wrong token is refused; a path leaving the
+// repository is 400.
+func TestGitFleetClonesOnce(t *testing.T) {
+	g := newGitUpstream(t)
+	w := newWorld(t)
+	c := w.client(t)
+	gitEnv := func(token string) []string {
+		env := os.Environ()
+		for k, v := range c.GitConfig([]string{g.Host()}, token, 0) {
+			env = append(env, k+"="+v)
+		}
+		return append(env, "GIT_TERMINAL_PROMPT=0")
+	}
+	url := "https://" + g.Host() + "/hello.git"
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	outs := make([]string, 4)
+	dirs := make([]string, 4)
+	for i := range errs {
+		dirs[i] = filepath.Join(t.TempDir(), "clone")
+		wg.Go(func() {
+			cmd := exec.CommandContext(ctxT(t), "git", "clone", "--quiet", "--branch", "v1.0.0", url, dirs[i])
+			cmd.Env = gitEnv(w.token)
+			b, err := cmd.CombinedOutput()
+			errs[i], outs[i] = err, string(b)
+		})
+	}
+	wg.Wait()
+	for i := range errs {
+		require.NoError(t, errs[i], outs[i])
+		b, err := os.ReadFile(filepath.Join(dirs[i], "main.tf"))
+		require.NoError(t, err)
+		require.Contains(t, string(b), "hello 1.0.0")
+	}
+	require.Equal(t, 1, g.Fetches("hello"), "one upstream clone for the fleet")
+
+	denied := filepath.Join(t.TempDir(), "denied")
+	cmd := exec.CommandContext(ctxT(t), "git", "clone", "--quiet", url, denied)
+	cmd.Env = gitEnv("wrong")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, string(out)) // git asks for credentials after the 401, and may not prompt
+	require.NoFileExists(t, filepath.Join(denied, "main.tf"))
+
+	_, _, err = gitRepo("127.0.0.1:1/hello.git/../../etc/passwd")
+	require.ErrorIs(t, err, ErrBadModule)
+	_, _, err = gitRepo("127.0.0.1:1/hello/info/refs")
+	require.ErrorIs(t, err, ErrBadModule)
 }

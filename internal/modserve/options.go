@@ -36,10 +36,11 @@ type config struct {
 	maxSize     int64
 	fillTimeout time.Duration
 	timeoutSet  bool
+	gitRefresh  time.Duration
 }
 
 func newConfig(opts []Option) (config, error) {
-	c := config{log: slog.New(slog.DiscardHandler), maxSize: DefaultMaxSize, fillTimeout: DefaultFillTimeout}
+	c := config{log: slog.New(slog.DiscardHandler), maxSize: DefaultMaxSize, fillTimeout: DefaultFillTimeout, gitRefresh: DefaultGitRefresh}
 	for _, o := range opts {
 		if o == nil {
 			return c, fmt.Errorf("modserve: %w: a nil Option", ErrBadOption)
@@ -141,6 +142,18 @@ func WithFillTimeout(d time.Duration) Option {
 			return fmt.Errorf("modserve: WithFillTimeout(%s): %w: the timeout must be positive", d, ErrBadOption)
 		}
 		c.fillTimeout, c.timeoutSet = d, true
+		return nil
+	})
+}
+
+// WithGitRefresh (handler) sets how long a git repository's refs are
+// served before it is cloned from upstream again (DefaultGitRefresh).
+func WithGitRefresh(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("modserve: WithGitRefresh(%s): %w: the interval must be positive", d, ErrBadOption)
+		}
+		c.gitRefresh = d
 		return nil
 	})
 }
