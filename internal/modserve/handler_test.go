@@ -34,6 +34,13 @@ const testToken = "s3cret-fleet-token"
 
 func newWorld(t *testing.T, opts ...Option) *world {
 	t.Helper()
+	return newWorldWith(t, nil, opts...)
+}
+
+// newWorldWith is newWorld with the server's handler wrapped by wrap
+// (nil: as it is).
+func newWorldWith(t *testing.T, wrap func(http.Handler) http.Handler, opts ...Option) *world {
+	t.Helper()
 	w := &world{reg: testregistry.Start(t), token: testToken}
 	require.NoError(t, w.reg.AddModule("tfisolate", "greet", "tfitest", "1.0.0", map[string]string{
 		"main.tf":        `output "version" { value = "1.0.0" }` + "\n",
@@ -48,6 +55,9 @@ func newWorld(t *testing.T, opts ...Option) *world {
 	require.NoError(t, err)
 	h, err := Handler(store, append([]Option{WithHTTPClient(w.reg.HTTPClient()), WithToken(w.token)}, opts...)...)
 	require.NoError(t, err)
+	if wrap != nil {
+		h = wrap(h)
+	}
 	w.srv = httptest.NewTLSServer(h)
 	t.Cleanup(w.srv.Close)
 	return w

@@ -3,9 +3,12 @@ package modserve
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +69,45 @@ module "hello" { source = "` + g.Source("hello", "v1.0.0") + `" }
 		}
 		require.Equal(t, 1, w.downloads(), "one upstream download for both roots")
 		require.Equal(t, 1, g.Fetches("hello"), "one upstream clone for both roots")
+	})
+}
+
+// TestPlainEngineChecksTheArchive: terraform and tofu check the archive
+// against the checksum the download answer gives: the same server with
+// that checksum changed on the way makes get fail, installing nothing.
+func TestPlainEngineChecksTheArchive(t *testing.T) {
+	testenv.Engines(t, func(t *testing.T, e testenv.Engine) {
+		w := newWorldWith(t, func(real http.Handler) http.Handler {
+			return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				rec := httptest.NewRecorder()
+				real.ServeHTTP(rec, r)
+				for k, v := range rec.Header() {
+					rw.Header()[k] = v
+				}
+				if loc := rec.Header().Get("X-Terraform-Get"); loc != "" {
+					rw.Header().Set("X-Terraform-Get", regexp.MustCompile(`sha256:[0-9a-f]{64}`).ReplaceAllString(loc, "sha256:"+strings.Repeat("0", 64)))
+				}
+				rw.WriteHeader(rec.Code)
+				_, _ = rw.Write(rec.Body.Bytes())
+			})
+		})
+		cfg := filepath.Join(t.TempDir(), "cli.tfrc")
+		require.NoError(t, os.WriteFile(cfg, []byte(w.client(t).HostBlock(w.reg.Host(), "")), 0o644))
+		dir := t.TempDir()
+		testenv.WriteTree(t, dir, map[string]string{"main.tf": `module "greet" {
+  source  = "` + w.mod.Source() + `"
+  version = "1.0.0"
+}
+`})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, e.Path, "get", "-no-color")
+		cmd.Dir = dir
+		cmd.Env = append(testenv.TerraformEnv(cfg), "SSL_CERT_FILE="+writeCert(t, w.srv),
+			"TF_TOKEN_"+strings.ReplaceAll(w.reg.Host(), ".", "_")+"="+w.token)
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, string(out))
+		require.Contains(t, strings.ToLower(string(out)), "checksum")
+		require.NoFileExists(t, filepath.Join(dir, ".terraform", "modules", "greet", "main.tf"))
 	})
 }
