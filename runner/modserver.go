@@ -95,6 +95,26 @@ func WithServerHTTPClient(h *http.Client) ServerOption {
 	})
 }
 
+// WithServerHosts limits the registries and git servers the module
+// server fetches from to these hosts (others: 404, nothing fetched).
+// Without it, whoever may ask the server (every holder of its token) can
+// make it fetch from any https host.
+func WithServerHosts(hosts ...string) ServerOption {
+	return serverOptionFunc(func(o *[]modserve.Option) error {
+		*o = append(*o, modserve.WithHosts(hosts...))
+		return nil
+	})
+}
+
+// WithServerUpstreamToken gives the module server a token for a
+// registry host it fetches from, sent to that host only, over https.
+func WithServerUpstreamToken(host, token string) ServerOption {
+	return serverOptionFunc(func(o *[]modserve.Option) error {
+		*o = append(*o, modserve.WithUpstreamToken(host, token))
+		return nil
+	})
+}
+
 // WithServerLogger sends the server's records (each upstream download,
 // each failed request) to l.
 func WithServerLogger(l *slog.Logger) ServerOption {

@@ -61,7 +61,8 @@
 //     server URL with credentials or a query is refused, so no message
 //     carries a secret; upstream URLs are named without their query or
 //     credentials. The store follows modstore's ownership rule: nothing
-//     another user wrote is believed.
+//     another user wrote is believed. WithHosts limits the upstream hosts
+//     the server fetches from (without it, any https host a client names).
 //   - Nothing waits without a bound: every request runs under the
 //     caller's context and the package's timeouts (fill, client,
 //     headers, TLS).

@@ -69,6 +69,10 @@ func (h *handler) git(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	repo, file, err := gitRepo(r.PathValue("rest"))
+	if err == nil {
+		host, _, _ := strings.Cut(repo, "/")
+		err = h.allowed(host)
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return

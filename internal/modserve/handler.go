@@ -167,11 +167,22 @@ func module(r *http.Request, ver string) (Module, error) {
 	return m, nil
 }
 
+// allowed refuses a host WithHosts leaves out, as not offered.
+func (h *handler) allowed(host string) error {
+	if h.cfg.hosts != nil && !h.cfg.hosts[strings.ToLower(host)] {
+		return &httpError{http.StatusNotFound, fmt.Errorf("%w: this server does not serve modules from %s", ErrNotFound, host)}
+	}
+	return nil
+}
+
 func (h *handler) versions(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(w, r, "") {
 		return
 	}
 	m, err := module(r, "")
+	if err == nil {
+		err = h.allowed(m.Host)
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -197,6 +208,9 @@ func (h *handler) download(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := module(r, r.PathValue("version"))
+	if err == nil {
+		err = h.allowed(m.Host)
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -219,6 +233,9 @@ func (h *handler) download(w http.ResponseWriter, r *http.Request) {
 func (h *handler) tree(w http.ResponseWriter, r *http.Request) {
 	ver, ok := strings.CutSuffix(r.PathValue("file"), ".tar.gz")
 	m, err := module(r, ver)
+	if err == nil {
+		err = h.allowed(m.Host)
+	}
 	if !ok || err != nil {
 		if err == nil {
 			err = &httpError{http.StatusNotFound, fmt.Errorf("no such tree %q: want VERSION.tar.gz", r.URL.Path)}

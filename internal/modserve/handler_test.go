@@ -372,3 +372,27 @@ func TestGitFleetClonesOnce(t *testing.T) {
 	_, _, err = gitRepo("127.0.0.1:1/hello/info/refs")
 	require.ErrorIs(t, err, ErrBadModule)
 }
+
+// TestHostsLimitWhatIsFetched: a server limited to other hosts
+// (WithHosts) fetches nothing for a module or repository on this one:
+// 404, and the upstream sees no request for it.
+func TestHostsLimitWhatIsFetched(t *testing.T) {
+	g := newGitUpstream(t)
+	w := newWorld(t, WithHosts("registry.other.test"))
+	err := w.client(t).Fetch(ctxT(t), w.mod, t.TempDir())
+	require.ErrorIs(t, err, ErrServer)
+	require.ErrorContains(t, err, "404")
+	require.Equal(t, 0, w.downloads())
+	req, err := http.NewRequestWithContext(ctxT(t), http.MethodGet, w.srv.URL+"/git/"+g.Host()+"/hello.git/info/refs", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+w.token)
+	resp, err := w.srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	require.Equal(t, 0, g.Fetches("hello"))
+	_, err = Handler(nil)
+	require.ErrorIs(t, err, ErrBadOption)
+	_, err = NewClient("https://mods.example.test/", WithHosts("bad host"))
+	require.ErrorIs(t, err, ErrBadOption)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -37,6 +38,7 @@ type config struct {
 	fillTimeout time.Duration
 	timeoutSet  bool
 	gitRefresh  time.Duration
+	hosts       map[string]bool // WithHosts; nil: any
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -154,6 +156,29 @@ func WithGitRefresh(d time.Duration) Option {
 			return fmt.Errorf("modserve: WithGitRefresh(%s): %w: the interval must be positive", d, ErrBadOption)
 		}
 		c.gitRefresh = d
+		return nil
+	})
+}
+
+// WithHosts (handler) limits what the handler fetches from upstream to
+// registries and git servers on these hosts (a request for any other is
+// 404, nothing fetched): without it, whoever may ask the server (all
+// holders of its token) can make it fetch from any https host. Hosts are
+// compared without case; a port, when given, is part of the host.
+func WithHosts(hosts ...string) Option {
+	return optionFunc(func(c *config) error {
+		if len(hosts) == 0 {
+			return fmt.Errorf("modserve: WithHosts: %w: no host", ErrBadOption)
+		}
+		if c.hosts == nil {
+			c.hosts = map[string]bool{}
+		}
+		for _, h := range hosts {
+			if !hostRE.MatchString(h) {
+				return fmt.Errorf("modserve: WithHosts(%q): %w: not a host name", h, ErrBadOption)
+			}
+			c.hosts[strings.ToLower(h)] = true
+		}
 		return nil
 	})
 }
