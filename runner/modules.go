@@ -247,7 +247,7 @@ func (x *unitRun) refreshStore(ctx context.Context, key string, snap modinstall.
 // the unit's own environment (with the cache's CLI config, as its
 // terraform init will have), in the unit's own workdir, and copies the
 // result to dst. With a module server (WithModuleServer) and registry
-// modules to fetch, get runs through the server first; when that fails,
+// or git::https modules to fetch, get runs through the server first; when that fails,
 // it runs as without the server, and the fallback is reported.
 func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (modinstall.Snapshot, error) {
 	w := x.w
