@@ -352,6 +352,11 @@ func (x *unitRun) getThroughServer(ctx context.Context, get tfcmd.Cmd, server st
 		first, _ := strconv.Atoi(env["GIT_CONFIG_COUNT"])
 		maps.Copy(env, c.GitConfig(gits, token, max(first, 0)))
 	}
+	// Bounded of its own (a server that accepts and never answers would
+	// hold terraform's download): past the server's own fill bound, it
+	// is taken for down.
+	ctx, cancel := context.WithTimeout(ctx, modserve.DefaultClientTimeout)
+	defer cancel()
 	_, err = x.newTF(x.w.Dir, environ(env)).Run(ctx, get)
 	return err
 }
