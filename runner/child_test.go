@@ -42,8 +42,8 @@ type childResult struct {
 }
 
 // childConfigEnv carries a child's config, as JSON: a childConfig, a
-// memoryChild, a backendsChildConfig, a fleetMirrorConfig or a
-// fleetRunnerConfig, by role.
+// memoryChild, a backendsChildConfig, a fleetMirrorConfig, a
+// fleetRunnerConfig, a modServerConfig or a modRunnerConfig, by role.
 const childConfigEnv = "TFISOLATE_RUNNER_CHILD_CONFIG"
 
 // childTimeout bounds every child of these tests, past the children's own
@@ -65,6 +65,10 @@ func child(role string) error {
 		return fleetMirrorChild()
 	case fleetRunnerRole:
 		return fleetRunnerChild()
+	case modServerRole:
+		return modServerChild()
+	case modRunnerRole:
+		return modRunnerChild()
 	}
 	return fmt.Errorf("unknown child role %q", role)
 }

@@ -66,7 +66,11 @@
 //   - modules: remote modules are fetched once per Run for all units
 //     whose module calls are the same (one leader runs terraform get; the
 //     others get a private copy in their data dir); a failed fetch is every
-//     such unit's error (ErrModules, naming the leader).
+//     such unit's error (ErrModules, naming the leader). With
+//     WithModuleServer the fetch goes through the fleet's module server
+//     (registry and git::https modules, downloaded upstream once per
+//     fleet); a server that fails is fallen back from and named, once per
+//     Run in Report.Warnings and per unit in a module-fallback event.
 //   - providers: with WithPluginCache, units with the same provider
 //     requirements share one leader per Run that ensures the packages in
 //     the shared cache (each downloaded at most once, across processes) and

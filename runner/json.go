@@ -34,6 +34,28 @@ type jsonEvent struct {
 	CPUWait    float64 `json:"cpu_wait_seconds,omitempty"`
 	// Fallback: see Event.Fallback.
 	Fallback *jsonFallback `json:"fallback,omitempty"`
+	// ModuleFallback: see Event.ModuleFallback.
+	ModuleFallback *jsonModuleFallback `json:"module_fallback,omitempty"`
+}
+
+type jsonModuleFallback struct {
+	Server string `json:"server"`
+	Error  string `json:"error"`
+	Used   string `json:"used"`
+}
+
+func toJSONModuleFallback(f *ModuleFallback) *jsonModuleFallback {
+	if f == nil {
+		return nil
+	}
+	return &jsonModuleFallback{Server: f.Server, Error: f.Err, Used: f.Used}
+}
+
+func fromJSONModuleFallback(j *jsonModuleFallback) *ModuleFallback {
+	if j == nil {
+		return nil
+	}
+	return &ModuleFallback{Server: j.Server, Err: j.Error, Used: j.Used}
 }
 
 type jsonFallback struct {
@@ -112,14 +134,17 @@ func fromJSONWait(j *jsonWait) *Wait {
 //	 "fallback": {"provider": "registry.example/hashicorp/aws",
 //	   "version": "6.0.0", "platform": "linux_amd64",
 //	   "source": "network mirror https://mirror.internal:8443/",
-//	   "listing": true, "error": "...", "used": "provider registry"}}
+//	   "listing": true, "error": "...", "used": "provider registry"},
+//	 "module_fallback": {"server": "https://mods.internal:8443/",
+//	   "error": "...", "used": "the modules' own sources"}}
 //
-// retry, error, wait_pid, wait, memory_bytes, memory_wait_seconds and
-// fallback are left out when empty (and in wait, instance, state and
+// retry, error, wait_pid, wait, memory_bytes, memory_wait_seconds,
+// fallback and module_fallback are left out when empty (and in wait, instance, state and
 // next_seconds; in fallback, listing).
 func (e Event) MarshalJSON() ([]byte, error) {
 	return json.Marshal(jsonEvent{Unit: e.Unit, Phase: e.Phase, Status: e.Status, Time: e.Time, Engine: jsonEngine(e.Engine), Retry: e.Retry, Error: errString(e.Err), WaitPID: e.WaitPID, Wait: toJSONWait(e.Wait),
-		Memory: e.Memory, MemoryWait: e.MemoryWait.Seconds(), CPUWait: e.CPUWait.Seconds(), Fallback: toJSONFallback(e.Fallback)})
+		Memory: e.Memory, MemoryWait: e.MemoryWait.Seconds(), CPUWait: e.CPUWait.Seconds(), Fallback: toJSONFallback(e.Fallback),
+		ModuleFallback: toJSONModuleFallback(e.ModuleFallback)})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -133,7 +158,8 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*e = Event{Unit: j.Unit, Phase: j.Phase, Status: j.Status, Time: j.Time, Engine: Engine(j.Engine), Retry: j.Retry, Err: stringErr(j.Error), WaitPID: j.WaitPID, Wait: fromJSONWait(j.Wait),
-		Memory: j.Memory, MemoryWait: seconds(j.MemoryWait), CPUWait: seconds(j.CPUWait), Fallback: fb}
+		Memory: j.Memory, MemoryWait: seconds(j.MemoryWait), CPUWait: seconds(j.CPUWait), Fallback: fb,
+		ModuleFallback: fromJSONModuleFallback(j.ModuleFallback)}
 	return nil
 }
 

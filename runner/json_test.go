@@ -203,6 +203,8 @@ func TestEventJSONRoundTrip(t *testing.T) {
 			Instance: &workdir.Holder{PID: 4242, Host: "ci-7", Since: at}, Waited: 1500 * time.Millisecond}},
 		{Unit: "a/b", Phase: PhaseWait, Status: Running, Time: at, Wait: &Wait{Lock: WaitStateLock,
 			State: &StateLock{ID: "x-1", Who: "me@ci-7", Created: at}, Waited: 3 * time.Second, Next: time.Second, Done: true}},
+		{Unit: "a/b", Phase: PhaseModuleFallback, Status: Running, Time: at, ModuleFallback: &ModuleFallback{
+			Server: "https://mods.example.test:8443/", Err: "connection refused", Used: "the modules' own sources"}},
 	} {
 		b, err := json.Marshal(ev)
 		require.NoError(t, err)
@@ -228,6 +230,12 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		require.Equal(t, ev.Retry, got.Retry)
 		require.Equal(t, ev.WaitPID, got.WaitPID)
 		require.Equal(t, ev.Wait, got.Wait)
+		require.Equal(t, ev.ModuleFallback, got.ModuleFallback)
+		if ev.ModuleFallback == nil {
+			require.NotContains(t, raw, "module_fallback")
+		} else {
+			require.Equal(t, map[string]any{"server": ev.ModuleFallback.Server, "error": ev.ModuleFallback.Err, "used": ev.ModuleFallback.Used}, raw["module_fallback"])
+		}
 		if ev.Wait == nil {
 			require.NotContains(t, raw, "wait")
 		} else {

@@ -2,17 +2,25 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/earlyeval"
 	"github.com/tfisolate/tfisolate/internal/modinstall"
 	"github.com/tfisolate/tfisolate/internal/modmanifest"
+	"github.com/tfisolate/tfisolate/internal/modserve"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/reflink"
+	"github.com/tfisolate/tfisolate/internal/tfcmd"
 )
 
 // modulesDir is where terraform installs modules under TF_DATA_DIR, and
@@ -238,7 +246,9 @@ func (x *unitRun) refreshStore(ctx context.Context, key string, snap modinstall.
 // the newest versions the constraints allow over installed ones), with
 // the unit's own environment (with the cache's CLI config, as its
 // terraform init will have), in the unit's own workdir, and copies the
-// result to dst.
+// result to dst. With a module server (WithModuleServer) and registry
+// or git::https modules to fetch, get runs through the server first; when that fails,
+// it runs as without the server, and the fallback is reported.
 func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (modinstall.Snapshot, error) {
 	w := x.w
 	cliConfig := ""
@@ -248,22 +258,140 @@ func (x *unitRun) fetchModules(ctx context.Context, dst string, update bool) (mo
 			return modinstall.Snapshot{}, err
 		}
 	}
+	get := x.u.Args.getCmd(update)
+	var fb *ModuleFallback
+	if srv := x.rs.cfg.moduleServer; srv != "" {
+		hosts, gits := registryHosts(x.tree.Calls, x.rs.eng.RegistryHost()), gitHosts(x.tree.Calls)
+		if len(hosts) > 0 || len(gits) > 0 {
+			err := x.getThroughServer(ctx, get, srv, hosts, gits)
+			if err == nil {
+				x.out.note("modules: fetched through the module server " + srv)
+				return x.snapshotFetched(dst)
+			}
+			if ctx.Err() != nil {
+				return modinstall.Snapshot{}, err
+			}
+			fb = &ModuleFallback{Server: srv, Err: firstLines(err.Error(), 3), Used: "the modules' own sources"}
+		}
+	}
 	env, err := x.engineEnv(cliConfig)
 	if err != nil {
 		return modinstall.Snapshot{}, err
 	}
 	tf := x.newTF(w.Dir, environ(env))
-	get := x.u.Args.getCmd(update)
 	err = x.retry(ctx, PhaseInit, func() error {
 		_, err := tf.Run(ctx, get)
 		return err
 	})
 	if err != nil {
+		if fb != nil {
+			return modinstall.Snapshot{}, fmt.Errorf("the module server failed (%s), and so did %w", fb.Err, err)
+		}
 		return modinstall.Snapshot{}, err
 	}
-	origin := filepath.Join(w.DataDir, modulesDir)
+	if fb != nil {
+		x.moduleFellBack(*fb)
+	}
+	return x.snapshotFetched(dst)
+}
+
+// snapshotFetched copies what get installed in the unit's data dir to
+// dst.
+func (x *unitRun) snapshotFetched(dst string) (modinstall.Snapshot, error) {
+	origin := filepath.Join(x.w.DataDir, modulesDir)
 	if err := reflink.CopyTree(dst, origin); err != nil {
 		return modinstall.Snapshot{}, fmt.Errorf("snapshot modules: %w", err)
 	}
-	return modinstall.Snapshot{Dir: dst, Origin: origin, Workdir: w.Dir}, nil
+	return modinstall.Snapshot{Dir: dst, Origin: origin, Workdir: x.w.Dir}, nil
+}
+
+// getThroughServer runs get once (a server that fails is fallen back
+// from, not retried) with the unit's CLI config sending hosts' module
+// requests to the server (serverCLIConfig), and the server's token
+// (TF_TOKEN_<server host>) as their credentials, in the CLI config and
+// as their TF_TOKEN_ variables alike; and with git sending fetches from
+// gits (the hosts of its git::https sources) to the server, the token
+// as a header to the server only (modserve's GitConfig, after any
+// GIT_CONFIG_COUNT entries the unit's environment has).
+func (x *unitRun) getThroughServer(ctx context.Context, get tfcmd.Cmd, server string, hosts, gits []string) error {
+	u, _ := url.Parse(server) // checked by WithModuleServer
+	token, _ := x.lookupEnv(tokenVar(u.Host))
+	f := serverCLIConfig(x.user, server, token, hosts)
+	var data []byte
+	if c := x.rs.cfg.cache; c != nil {
+		data = c.CLIConfigFor(f)
+	} else {
+		var err error
+		if data, err = getCLIConfig(f); err != nil {
+			return err
+		}
+	}
+	sum := sha256.Sum256(data)
+	p := filepath.Join(x.rs.tmp, "cli-modserver-"+hex.EncodeToString(sum[:8])+".tfrc.json")
+	if !exists(p) {
+		// 0600 in the Run's private dir: it holds the server's token.
+		if err := atomicfile.WriteFile(p, data, 0o600); err != nil {
+			return fmt.Errorf("write CLI config: %w", err)
+		}
+	}
+	env, err := x.engineEnv(p)
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		delete(env, tokenVar(h))
+		if token != "" {
+			env[tokenVar(h)] = token
+		}
+	}
+	if len(gits) > 0 {
+		c, err := modserve.NewClient(server)
+		if err != nil {
+			return err
+		}
+		first, _ := strconv.Atoi(env["GIT_CONFIG_COUNT"])
+		maps.Copy(env, c.GitConfig(gits, token, max(first, 0)))
+	}
+	// Bounded of its own (a server that accepts and never answers would
+	// hold terraform's download): past the server's own fill bound, it
+	// is taken for down.
+	ctx, cancel := context.WithTimeout(ctx, modserve.DefaultClientTimeout)
+	defer cancel()
+	_, err = x.newTF(x.w.Dir, environ(env)).Run(ctx, get)
+	return err
+}
+
+// moduleFellBack reports modules fetched from their own sources because
+// the module server failed: in the unit's log and output, an event, and
+// once per Run in the logger and Report.Warnings.
+func (x *unitRun) moduleFellBack(fb ModuleFallback) {
+	msg := "modules: " + fb.String()
+	x.out.note(msg)
+	x.rs.em.emit(Event{Unit: x.id, Phase: PhaseModuleFallback, Status: Running, ModuleFallback: &fb})
+	x.rs.warnMu.Lock()
+	key := "module server " + fb.Server
+	first := !x.rs.fallbacks[key]
+	if first {
+		if x.rs.fallbacks == nil {
+			x.rs.fallbacks = map[string]bool{}
+		}
+		x.rs.fallbacks[key] = true
+		x.rs.warnings = append(x.rs.warnings, msg)
+	}
+	x.rs.warnMu.Unlock()
+	if first {
+		x.rs.cfg.logger.Warn("module server failed; modules fetched from their own sources", "unit", x.id,
+			"server", fb.Server, "err", fb.Err, "used", fb.Used)
+	}
+}
+
+// firstLines is at most n non-empty lines of s, joined by "; ".
+func firstLines(s string, n int) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" && len(out) < n {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
 }

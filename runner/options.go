@@ -65,6 +65,7 @@ type config struct {
 	retry        RetryPolicy
 	recoverLocks bool
 	moduleStore  string
+	moduleServer string // WithModuleServer's URL
 	memory       memoryOptions
 	coreGate     int  // WithCoreGate's cores (0: the machine's)
 	coreGateSet  bool // WithCoreGate was given

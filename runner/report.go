@@ -47,6 +47,9 @@ type Event struct {
 	// (a network mirror by its URL, without credentials or query), how,
 	// and the source the package was installed from.
 	Fallback *pluginc.Fallback
+	// ModuleFallback is set with PhaseModuleFallback: the module server
+	// that failed (by its URL), how, and where the modules came from.
+	ModuleFallback *ModuleFallback
 }
 
 // Wait describes a unit waiting for a lock someone else holds. A unit

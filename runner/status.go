@@ -89,9 +89,14 @@ const (
 	// down): Event.Fallback names both. The unit goes on; the phase is
 	// still the one of the last other event.
 	PhaseProviderFallback
+	// PhaseModuleFallback is sent when the unit's modules were fetched
+	// from their own sources because the module server
+	// (WithModuleServer) failed: Event.ModuleFallback names it. The unit
+	// goes on, as with PhaseProviderFallback.
+	PhaseModuleFallback
 )
 
-var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step", "wait", "memory-wait", "cpu-wait", "provider-fallback"}
+var phaseNames = [...]string{"queued", "prepare", "init", "plan", "apply", "destroy", "done", "validate", "output", "step", "wait", "memory-wait", "cpu-wait", "provider-fallback", "module-fallback"}
 
 // String returns the phase in lower case, as shown in events.
 func (p Phase) String() string {

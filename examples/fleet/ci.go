@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	}
 	start, key := time.Now(), make([]byte, 32)
 	_, _ = rand.Read(key) // never fails
-	m := job{Root: filepath.Join(root, "mirror"), MirrorCert: filepath.Join(root, "mirror.pem"),
+	m := job{Root: filepath.Join(root, "mirror"), MirrorCert: env.MirrorCert,
 		Artifact: filepath.Join(root, "a", "bundles"), Env: env}
 
 	// The provider mirror, a machine of its own until the fleet is done.
@@ -122,7 +122,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, stopMirror()) }()
-	fmt.Fprintf(stdout, "mirror: pid %d serves the provider cache at %s\n", pid, m.Mirror)
+	fmt.Fprintf(stdout, "mirror: pid %d serves the provider cache at %s and the module store at %smodules/\n", pid, m.Mirror, m.Mirror)
 
 	// The plan job, on machine A.
 	m.Root = filepath.Join(root, "a")
@@ -149,8 +149,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "fleet: every job succeeded, every state in %s; %d provider downloads upstream; %s\n",
-		stateDir, env.downloads(), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "fleet: every job succeeded, every state in %s; %d provider downloads upstream; %d module downloads upstream; %s\n",
+		stateDir, env.downloads(), env.moduleDownloads(), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -3,9 +3,11 @@
 // ordered after it.
 //
 //   - The provider mirror, a process of its own, serves its provider cache
-//     to the fleet (pluginc's MirrorHandler): it is the only machine that
-//     downloads the provider from upstream; every other machine's cache
-//     installs from it.
+//     to the fleet (pluginc's MirrorHandler) and its module store
+//     (runner.ModuleServer, under /modules/): it is the only machine that
+//     downloads the provider and the VPC's registry module from
+//     upstream; every other machine's cache installs from it, and every
+//     machine's terraform get goes through it (runner.WithModuleServer).
 //   - The plan job, on machine A (its own workdir root and provider
 //     cache), saves every unit's plan, exports the plans as plan bundles
 //     (runner.ExportPlan, with an HMAC key) and splits the apply into
@@ -30,7 +32,7 @@
 // SDK's public packages. ci.go stands in for the CI system: it starts the
 // machines as processes of this binary (re-executed with their orders in
 // the environment), carries the artifact and runs the matrix. offline.go
-// stands in for the network: a small provider served from a loopback
-// registry as the mirror's upstream, a certificate made up for the
-// mirror, and the state backend. Delete both when copying.
+// stands in for the network: a small provider and module served from a
+// loopback registry as the mirror's upstream, a certificate made up for
+// the mirror, and the state backend. Delete both when copying.
 package main

@@ -67,8 +67,10 @@ func applyJob(ctx context.Context, j job, key []byte, stdout io.Writer) error {
 	return err
 }
 
-// mirror is the fleet's provider mirror: a cache filled from upstream,
-// served to the machines (yours: an http.Server with your certificate).
+// mirror is the fleet's provider mirror and module server: a provider
+// cache and a module store filled from upstream, served to the machines
+// (yours: an http.Server with your certificate), the module server under
+// /modules/.
 func mirror(m job) (http.Handler, error) {
 	upstream, err := m.Env.cacheOptions() // offline.go; yours: none, or your registry
 	if err != nil {
@@ -78,11 +80,19 @@ func mirror(m job) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cache.MirrorHandler(), nil
+	modules, err := runner.ModuleServer(filepath.Join(m.Root, "module-store"), m.Env.serverOptions()...) // offline.go; yours: none
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", cache.MirrorHandler())
+	mux.Handle("/modules/", http.StripPrefix("/modules", modules))
+	return mux, nil
 }
 
-// machine is one CI machine's runner: its own workdirs, and its own cache
-// filled from the fleet's mirror.
+// machine is one CI machine's runner: its own workdirs, and its own
+// provider cache and module store filled from the fleet's mirror and
+// module server.
 func machine(j job) (*runner.Runner, error) {
 	opts, err := mirrorOptions(j.Mirror, j.MirrorCert) // offline.go; yours: pluginc.WithSource(pluginc.NetworkMirror(url))
 	if err != nil {
@@ -96,12 +106,14 @@ func machine(j job) (*runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return runner.New(runner.WithWorkdirs(wds), runner.WithPluginCache(cache), runner.WithTerraform(j.Env.Terraform))
+	return runner.New(runner.WithWorkdirs(wds), runner.WithPluginCache(cache), runner.WithTerraform(j.Env.Terraform),
+		runner.WithModuleServer(j.Mirror+"modules/"))
 }
 
-// fleetUnits are the stack's VPC and twelve clusters after it, every
-// state in one backend every machine reaches, so a plan made on one is
-// applied on another (ExportPlan refuses state local to a machine).
+// fleetUnits are the stack's VPC (which calls a registry module) and
+// twelve clusters after it, every state in one backend every machine
+// reaches, so a plan made on one is applied on another (ExportPlan
+// refuses state local to a machine).
 func fleetUnits(env *offline) (units []runner.Unit) {
 	for i := range 13 {
 		instance, source := fmt.Sprintf("elasticache/redis-cluster-%d", i), env.Source
@@ -112,7 +124,8 @@ func fleetUnits(env *offline) (units []runner.Unit) {
 		units = append(units, runner.Unit{ID: "plat-ue2-dev/" + instance, Workdir: workdir.Spec{
 			Stack: "plat-ue2-dev", Instance: instance, Source: source, Files: map[string][]byte{
 				"backend.tf.json":            env.backend(name), // offline.go; yours: S3, say
-				"terraform.auto.tfvars.json": fmt.Appendf(nil, `{"name": %q, "latency_seconds": 0}`, name)}}})
+				"terraform.auto.tfvars.json": fmt.Appendf(nil, `{"name": %q, "latency_seconds": 0}`, name)}},
+			Env: env.engineEnv()}) // offline.go; yours: none
 		if i > 0 {
 			units[i].DependsOn = []string{units[0].ID}
 		}

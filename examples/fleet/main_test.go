@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	mirrorLine = regexp.MustCompile(`(?m)^mirror: pid (\d+) serves the provider cache at https://127\.0\.0\.1:\d+/$`)
+	mirrorLine = regexp.MustCompile(`(?m)^mirror: pid (\d+) serves the provider cache at https://127\.0\.0\.1:\d+/ and the module store at https://127\.0\.0\.1:\d+/modules/$`)
 	matrixLine = regexp.MustCompile(`(?m)^plan job: 13 bundles; matrix (.*)$`)
 	jobLine    = regexp.MustCompile(`(?m)^wave (\d) job (\d): (\d+) units, ran (\S+)-(\S+)$`)
 	unitLine   = regexp.MustCompile(`(?m)^wave (\d) job (\d): pid (\d+): (\S+) (\S+), changed: (true|false)$`)
@@ -143,7 +143,7 @@ func TestRunFleet(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, string(b), `"type": "tfitest_item"`, "%s holds its unit's resources", st)
 	}
-	require.Contains(t, s, "fleet: every job succeeded, every state in "+filepath.Join(root, "state")+"; 1 provider downloads upstream;", "only the mirror downloads")
+	require.Contains(t, s, "fleet: every job succeeded, every state in "+filepath.Join(root, "state")+"; 1 provider downloads upstream; 1 module downloads upstream;", "only the mirror downloads")
 
 	// The same fleet again: nothing to change, nothing to download.
 	out.Reset()
@@ -155,7 +155,7 @@ func TestRunFleet(t *testing.T) {
 		require.Equal(t, "succeeded", u[5], u[4])
 		require.Equal(t, "false", u[6], "%s: an empty plan changes nothing", u[4])
 	}
-	require.Contains(t, s, "; 0 provider downloads upstream;", "every machine's cache is warm")
+	require.Contains(t, s, "; 0 provider downloads upstream; 0 module downloads upstream;", "every machine's cache and store are warm")
 }
 
 func TestRunRejectsBadFlags(t *testing.T) {

@@ -1,9 +1,10 @@
 // This file is the example's offline stand-in and the only one that
 // imports the SDK's internal packages: it finds terraform, writes the
-// components the fleet applies, serves a small test provider from a
-// loopback registry (the mirror's upstream, reached through its address
-// and CA file), makes up a certificate for the fleet's mirror, which
-// the machines then trust, and serves the fleet's one state backend
+// components the fleet applies, serves a small test provider and a
+// registry module from a loopback registry (the mirror's and the module
+// server's upstream, reached through its address and CA file), makes up
+// a certificate for the fleet's mirror, which the machines' runners and
+// terraform then trust, and serves the fleet's one state backend
 // (terraform's http backend, on loopback). Delete it when you copy the
 // example: give each machine your terraform (or none: the runner finds
 // it) and your checkout's component directories, the mirror your
@@ -33,6 +34,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/internal/testregistry"
 	"github.com/tfisolate/tfisolate/pluginc"
+	"github.com/tfisolate/tfisolate/runner"
 )
 
 // offline is what every machine gets from the stand-in; the parent hands
@@ -49,9 +51,14 @@ type offline struct {
 	// State is the base URL of the fleet's state backend: the state of
 	// the units named NAME is at State+"/"+NAME.
 	State string `json:"state"`
+	// MirrorCert is the certificate made up for the mirror, which every
+	// machine's terraform trusts (SSL_CERT_FILE) to reach the module
+	// server on it.
+	MirrorCert string `json:"mirror_cert"`
 
-	downloads func() int // packages the registry served (the parent's only)
-	close     func()     // stops the registry and the state backend (the parent's only)
+	downloads       func() int // packages the registry served (the parent's only)
+	moduleDownloads func() int // module archives the registry served (the parent's only)
+	close           func()     // stops the registry and the state backend (the parent's only)
 }
 
 // startOffline sets the stand-in up under root; the states live in
@@ -66,8 +73,18 @@ func startOffline(ctx context.Context, root, stateDir string) (*offline, error) 
 		env.Close()
 		return nil, err
 	}
-	o := &offline{Terraform: env.Terraform, VPCSource: env.Source(demo.VPCComponent), Source: env.Source(demo.Component),
-		State: states.URL + "/state", downloads: env.Provider.Downloads, close: func() { states.Close(); env.Close() }}
+	vpc, err := taggedVPC(env, filepath.Join(root, "components", "vpc"))
+	if err != nil {
+		states.Close()
+		env.Close()
+		return nil, err
+	}
+	o := &offline{Terraform: env.Terraform, VPCSource: vpc, Source: env.Source(demo.Component),
+		State: states.URL + "/state", MirrorCert: filepath.Join(root, "mirror.pem"), downloads: env.Provider.Downloads,
+		moduleDownloads: func() int {
+			return env.Provider.ModuleDownloads(testregistry.ModuleKey(tagsModule[0], tagsModule[1], tagsModule[2], tagsVersion))
+		},
+		close: func() { states.Close(); env.Close() }}
 	o.Registry.Host, o.Registry.Addr = env.Provider.Host(), env.Provider.Addr()
 	o.Registry.CAFile = filepath.Join(root, "registry-ca.pem")
 	if err := env.Provider.WriteCAFile(o.Registry.CAFile); err != nil {
@@ -75,6 +92,60 @@ func startOffline(ctx context.Context, root, stateDir string) (*offline, error) 
 		return nil, err
 	}
 	return o, nil
+}
+
+// tagsModule is the registry module the fleet's VPC calls (namespace,
+// name, system), published by the loopback registry at tagsVersion.
+var tagsModule = [3]string{"tfisolate", "tags", "tfitest"}
+
+const tagsVersion = "1.0.0"
+
+// taggedVPC publishes the tags module on the loopback registry and
+// writes the fleet's VPC component into dir: the demo's VPC and a call of
+// the module, so every machine that plans or applies it fetches a
+// registry module (through the fleet's module server).
+func taggedVPC(env *demo.Offline, dir string) (string, error) {
+	if err := env.Provider.AddModule(tagsModule[0], tagsModule[1], tagsModule[2], tagsVersion, map[string]string{
+		"main.tf": `variable "name" { type = string }
+output "tags" { value = { Name = var.name, ManagedBy = "tfisolate" } }
+`}); err != nil {
+		return "", err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := os.CopyFS(dir, os.DirFS(env.Source(demo.VPCComponent))); err != nil {
+		return "", err
+	}
+	call := fmt.Sprintf(`module "tags" {
+  source  = %q
+  version = "~> 1.0"
+  name    = var.name
+}
+
+output "tags" { value = module.tags.tags }
+`, env.Provider.ModuleSource(tagsModule[0], tagsModule[1], tagsModule[2]))
+	return dir, os.WriteFile(filepath.Join(dir, "tags.tf"), []byte(call), 0o644)
+}
+
+// serverOptions are the module server's options for the registry: a
+// client that trusts its CA and dials it on loopback.
+func (o *offline) serverOptions() []runner.ServerOption {
+	ca, err := os.ReadFile(o.Registry.CAFile)
+	if err != nil {
+		return nil // the server then reports the registry unreachable, by name
+	}
+	hc, err := testregistry.NewClient(o.Registry.Host, o.Registry.Addr, ca)
+	if err != nil {
+		return nil
+	}
+	return []runner.ServerOption{runner.WithServerHTTPClient(hc)}
+}
+
+// engineEnv is every unit's environment: terraform trusts the mirror's
+// made-up certificate, to reach the module server on it.
+func (o *offline) engineEnv() map[string]string {
+	return map[string]string{"SSL_CERT_FILE": o.MirrorCert}
 }
 
 // serveStates serves the states in dir on loopback, at the address kept

@@ -17,6 +17,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/flight"
 	"github.com/tfisolate/tfisolate/internal/pathtrust"
 	"github.com/tfisolate/tfisolate/internal/store"
+	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
 // Layout of a store directory DIR:
@@ -458,4 +459,27 @@ func (s *Store) check(h, key string, full bool) checked {
 		c.state = entryStale
 	}
 	return c
+}
+
+// Record returns the record of the tree stored for key, as its manifest
+// holds it (every path's type, mode, size, SHA-256 and symlink target),
+// for a caller that hands the tree on and checks each file against it as
+// it reads it (a module server packing an entry). It reads no file of the
+// tree: call it after Get, and check what you read.
+func (s *Store) Record(key string) (treesum.Tree, error) {
+	if key == "" {
+		return nil, fmt.Errorf("modstore: record: %w: the key is empty", ErrInvalidKey)
+	}
+	entry := s.entryPath(hashKey(key))
+	if why := foreignEntry(entry); why != "" {
+		return nil, fmt.Errorf("modstore: record of %s: %w %s: %s", keyName(key), ErrDamagedEntry, entry, why)
+	}
+	m, err := readManifest(filepath.Join(entry, manifestName))
+	if err != nil {
+		return nil, fmt.Errorf("modstore: record of %s: %w", keyName(key), err)
+	}
+	if m.Key != key {
+		return nil, fmt.Errorf("modstore: record of %s: %w %s: it was stored for another %s", keyName(key), ErrDamagedEntry, entry, keyName(m.Key))
+	}
+	return m.Files, nil
 }
