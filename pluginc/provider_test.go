@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testregistry"
 )
 
 // TestGrammarParse: each grammar accepts exactly the namespaces its
@@ -78,8 +79,9 @@ func TestGrammarParse(t *testing.T) {
 // underscore (Terraform 1.16) goes through the cache like any other: its
 // entry at HOST/my_org/TYPE/VERSION/PLATFORM, its lock file, which parses
 // back to the same packages, the CLI config terraform is handed, and a
-// MirrorHandler that serves it (index, version document, archive) to a
-// NetworkMirror client, whose lock file is the same.
+// MirrorHandler that serves it (index, archive) to a NetworkMirror
+// client, which gets the same package and lock entry, and a registry
+// (Registry, signed) that serves it under that namespace.
 func TestUnderscoreNamespaceCache(t *testing.T) {
 	ctx := context.Background()
 	const host, ns = "registry.example.test", "my_org"
@@ -139,4 +141,14 @@ func TestUnderscoreNamespaceCache(t *testing.T) {
 	require.Contains(t, string(LockFile(viaMirror)), `provider "`+host+`/`+ns+`/`+testprovider.Type+`" {`)
 	_, err = os.Stat(filepath.Join(viaMirror[0].Dir, testprovider.ExecutableName("1.0.0")))
 	require.NoError(t, err)
+
+	// From a registry (its API at /v1/providers/my_org/TYPE/...), signed.
+	reg := testregistry.Start(t, testregistry.WithHost(host))
+	require.NoError(t, reg.AddFile(ns, testprovider.Type, "1.0.0", testprovider.Platform, bin.Zip(t, "1.0.0")))
+	direct, err := Open(t.TempDir(), WithSource(Registry()), WithHTTPClient(reg.HTTPClient()))
+	require.NoError(t, err)
+	viaRegistry, err := direct.Ensure(ctx, Requirement{Provider: p, Constraints: "~> 1.0"})
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(direct.Dir(), host, ns, testprovider.Type, "1.0.0", testprovider.Platform), viaRegistry[0].Dir)
+	require.Contains(t, viaRegistry[0].Hashes, pkgs[0].Hashes[0], "the registry's package is the mirror's")
 }
