@@ -56,7 +56,7 @@ const (
 	UnderscoreNamespaces
 )
 
-// String names g as the engines' changelogs do.
+// String names g, for errors and logs.
 func (g Grammar) String() string {
 	switch g {
 	case DashNamespaces:
