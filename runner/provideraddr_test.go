@@ -13,10 +13,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/engine"
+	"github.com/tfisolate/tfisolate/internal/providerreqs"
 	"github.com/tfisolate/tfisolate/internal/testenv"
 	"github.com/tfisolate/tfisolate/internal/testprovider"
 	"github.com/tfisolate/tfisolate/pluginc"
@@ -159,6 +164,56 @@ func TestProviderNamespaceUnderscoreLikePlainEngine(t *testing.T) {
 				})
 			}
 		}
+	}
+	testenv.Engines(t, run)
+	t.Run(testenv.Terraform115.Name(), func(t *testing.T) { run(t, testenv.Terraform115.Engine(t)) })
+}
+
+// TestProviderAddressGrammarLikeEngines: the grammar the runner parses a
+// configuration's provider addresses by (providerreqs.GrammarOf of the
+// detected engine) refuses exactly the addresses the plain engine
+// refuses, under every engine of the matrix and Terraform 1.15.0. One
+// root requires a provider per namespace; plain init reports every
+// address it refuses at the line that names it, before installing
+// anything, and the grammar must refuse those lines' addresses and no
+// others.
+func TestProviderAddressGrammarLikeEngines(t *testing.T) {
+	t.Parallel()
+	namespaces := []string{"my-org", "myorg", "my_org", "a_b_c", "a_b-c", "my__org", "o1_2", "x_1",
+		"My_Org", "MyOrg", "_org", "org_", "_", "-org", "org-", "my.org", "my!org", "\u00e9_org"}
+	var main strings.Builder
+	main.WriteString("terraform {\n  required_providers {\n")
+	lineOf := map[int]string{} // line of main.tf -> the address it names
+	for i, ns := range namespaces {
+		addr := nsHost + "/" + ns + "/" + testprovider.Type
+		lineOf[3+i] = addr
+		fmt.Fprintf(&main, "    p%d = { source = %q }\n", i, addr)
+	}
+	main.WriteString("  }\n}\n")
+	run := func(t *testing.T, e testenv.Engine) {
+		info, err := engine.Detect(testCtx(t), e.Path)
+		require.NoError(t, err)
+		g := providerreqs.GrammarOf(info)
+		dir := t.TempDir()
+		writeTree(t, dir, map[string]string{"main.tf": main.String()})
+		cli := filepath.Join(t.TempDir(), "empty-mirror.tfrc")
+		require.NoError(t, os.WriteFile(cli, fmt.Appendf(nil, "provider_installation {\n  filesystem_mirror {\n    path = %q\n  }\n}\n", t.TempDir()), 0o644))
+		out, err := runEngine(testCtx(t), e.Path, dir, append(testenv.TerraformEnv(cli), "TF_DATA_DIR="+filepath.Join(dir, ".data")),
+			"init", "-backend=false", "-input=false", "-no-color")
+		require.Error(t, err, "nothing can be installed from an empty mirror:\n%s", out)
+		engineRefuses := map[string]bool{}
+		for _, m := range regexp.MustCompile(`on main\.tf line (\d+)`).FindAllStringSubmatch(out, -1) {
+			n, err := strconv.Atoi(m[1])
+			require.NoError(t, err)
+			require.Contains(t, lineOf, n, "plain %s refuses line %d, which names no provider:\n%s", e.Name, n, out)
+			engineRefuses[lineOf[n]] = true
+		}
+		for _, addr := range lineOf {
+			_, perr := g.Parse(addr)
+			require.Equal(t, engineRefuses[addr], perr != nil, "%s under plain %s (%v): engine refuses %v, the grammar's error: %v\n%s",
+				addr, e.Name, g, engineRefuses[addr], perr, out)
+		}
+		t.Logf("%s (%v) refuses %d of %d addresses", e.Name, g, len(engineRefuses), len(lineOf))
 	}
 	testenv.Engines(t, run)
 	t.Run(testenv.Terraform115.Name(), func(t *testing.T) { run(t, testenv.Terraform115.Engine(t)) })
