@@ -15,8 +15,8 @@ require (
 	github.com/hashicorp/terraform-exec v0.26.0
 	github.com/hashicorp/terraform-json v0.29.0
 	github.com/hashicorp/terraform-plugin-go v0.31.0
-	github.com/hashicorp/terraform-registry-address v0.4.0
-	github.com/hashicorp/terraform-svchost v0.1.1
+	github.com/hashicorp/terraform-registry-address v0.5.0
+	github.com/hashicorp/terraform-svchost v0.2.1
 	github.com/opentofu/registry-address v0.0.0-20230920144404-f1e51167f633
 	github.com/stretchr/testify v1.12.1
 	github.com/zclconf/go-cty v1.19.0

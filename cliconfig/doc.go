@@ -19,7 +19,10 @@
 //     first non-space character is "{"), decoded with HCL 1's decoder
 //     and the same field names; settings the package does not model are
 //     kept in File.Other, so nothing the user wrote is lost on the way
-//     through.
+//     through. Provider addresses and patterns are read by the widest
+//     rule of the engines (a namespace with underscores, as Terraform
+//     1.16 allows), never a narrower one; an engine that refuses one
+//     says so itself.
 //   - A file the engine would refuse (bad syntax, a misshapen block, an
 //     invalid host name, two provider_installation blocks, an unknown
 //     installation method, a bad include or exclude pattern) is refused

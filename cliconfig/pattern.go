@@ -15,7 +15,10 @@ type Pattern struct{ Host, Namespace, Type string }
 // ParsePattern parses a pattern as Terraform does: "HOST/NAMESPACE/TYPE"
 // or "NAMESPACE/TYPE" (on defaultHost, Terraform's registry when empty);
 // a wildcard host needs wildcard namespace and type, a wildcard namespace
-// a wildcard type.
+// a wildcard type. A namespace may hold underscores, never leading or
+// trailing, as Terraform 1.16 allows; the file is read by the widest
+// rule of the engines that read it, and an engine that refuses such a
+// namespace (OpenTofu, older Terraform) still says so itself.
 func ParsePattern(s, defaultHost string) (Pattern, error) {
 	parts := strings.Split(s, "/")
 	if len(parts) < 2 || len(parts) > 3 {
@@ -40,7 +43,11 @@ func ParsePattern(s, defaultHost string) (Pattern, error) {
 	}
 	for i, part := range parts {
 		if part != "*" {
-			n, err := tfaddr.ParseProviderPart(part)
+			parse := tfaddr.ParseProviderPart
+			if i == 0 {
+				parse = tfaddr.ParseProviderNamespace
+			}
+			n, err := parse(part)
 			if err != nil {
 				return Pattern{}, fmt.Errorf("provider pattern %q: %q is neither * nor a valid name", s, part)
 			}

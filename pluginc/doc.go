@@ -185,6 +185,16 @@
 //     a 4xx naming what is wrong, never a panic; with WithMirrorToken a
 //     request without the bearer token gets 401, and the token is never
 //     logged. TLS is the host's http.Server's.
+//   - Every engine's provider addresses. ParseProvider, ParseLockFile and
+//     MirrorHandler accept every address some supported engine accepts,
+//     a namespace with underscores ("my_org", Terraform 1.16) included,
+//     and such a provider is cached, locked and served like any other
+//     (DIR/HOST/my_org/TYPE/VERSION/OS_ARCH). A caller that parses a
+//     configuration for one engine parses it by that engine's Grammar
+//     (DashNamespaces: OpenTofu, Terraform before 1.16;
+//     UnderscoreNamespaces: Terraform 1.16), which refuses what the
+//     engine refuses, ErrInvalidProvider naming the address; a leading
+//     or trailing underscore or dash is refused under every grammar.
 //   - Lock file hashes are SCHEME:VALUE in printable ASCII, as Terraform
 //     writes them: ParseLockFile refuses anything else by name, and
 //     LockFile leaves such strings out, so its output always parses back

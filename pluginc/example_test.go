@@ -25,6 +25,26 @@ func ExampleParseProvider() {
 	// true
 }
 
+// A namespace with an underscore is Terraform 1.16's: its grammar takes
+// it, OpenTofu's and older Terraform's refuse it, and no grammar takes a
+// leading or trailing underscore.
+func ExampleGrammar_Parse() {
+	for _, g := range []pluginc.Grammar{pluginc.DashNamespaces, pluginc.UnderscoreNamespaces} {
+		for _, addr := range []string{"registry.example.test/my_org/demo", "registry.example.test/_org/demo"} {
+			if _, err := g.Parse(addr); err != nil {
+				fmt.Printf("%s: %s refused\n", g, addr)
+				continue
+			}
+			fmt.Printf("%s: %s accepted\n", g, addr)
+		}
+	}
+	// Output:
+	// dash namespaces: registry.example.test/my_org/demo refused
+	// dash namespaces: registry.example.test/_org/demo refused
+	// underscore namespaces: registry.example.test/my_org/demo accepted
+	// underscore namespaces: registry.example.test/_org/demo refused
+}
+
 func ExampleNormalizeConstraints() {
 	s, err := pluginc.NormalizeConstraints("< 2.0, >= 1.2")
 	if err != nil {

@@ -32,6 +32,47 @@ func FuzzParseProvider(f *testing.F) {
 	})
 }
 
+// FuzzGrammar: UnderscoreNamespaces accepts every address
+// DashNamespaces accepts, as the same Provider, and more only by an
+// underscore in the namespace; under either, an accepted namespace never
+// starts or ends with a dash or an underscore, a type never holds an
+// underscore, and the canonical form parses back to itself.
+func FuzzGrammar(f *testing.F) {
+	for _, s := range []string{"registry.example.test/my_org/foo", "my_org/foo", "_org/foo", "org_/foo", "a_-b/t",
+		"Ex.Test/My_Org/T", "my-org/foo", "ns/foo_bar", "x_y.example/ns/t", "ns/t", "\u00df_a/t"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		dash, derr := DashNamespaces.Parse(s)
+		unde, uerr := UnderscoreNamespaces.Parse(s)
+		if derr == nil && (uerr != nil || unde != dash) {
+			t.Fatalf("%q: dash namespaces give %+v, underscore namespaces %+v, %v", s, dash, unde, uerr)
+		}
+		if uerr != nil {
+			return
+		}
+		if derr != nil && !strings.Contains(unde.Namespace, "_") {
+			t.Fatalf("%q: only underscore namespaces accept it (%+v), but its namespace has no underscore: %v", s, unde, derr)
+		}
+		for _, c := range "-_" {
+			if strings.HasPrefix(unde.Namespace, string(c)) || strings.HasSuffix(unde.Namespace, string(c)) {
+				t.Fatalf("%q: namespace %q starts or ends with %q", s, unde.Namespace, c)
+			}
+		}
+		if strings.Contains(unde.Type, "_") {
+			t.Fatalf("%q: type %q holds an underscore", s, unde.Type)
+		}
+		for g, p := range map[Grammar]Provider{UnderscoreNamespaces: unde, DashNamespaces: dash} {
+			if g == DashNamespaces && derr != nil {
+				continue
+			}
+			if q, err := g.Parse(p.String()); err != nil || q != p {
+				t.Fatalf("round trip of %q under %v: %+v -> %q -> %+v, %v", s, g, p, p.String(), q, err)
+			}
+		}
+	})
+}
+
 func FuzzConstraints(f *testing.F) {
 	for _, s := range []string{"~> 5.0", ">= 1.2, < 2.0", "= 1.0.0", "!= 1.3.0", "1.2.3-beta+x", "~> 1", "", ">=1,<=3", "~> 1.2.3, != 1.2.4"} {
 		f.Add(s, "1.2.5")

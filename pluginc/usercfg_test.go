@@ -37,6 +37,8 @@ func TestProviderPatterns(t *testing.T) {
 		{"corp.example:8443/acme/*", []Provider{p("corp.example:8443/acme/b")}, []Provider{p("corp.example/acme/b")}},
 		{"*/*/*", []Provider{p("hashicorp/aws"), p("corp.example/a/b")}, nil},
 		{"Corp.Example/ACME/Widget", []Provider{p("corp.example/acme/widget")}, []Provider{p("corp.example/acme/gadget")}},
+		// Terraform 1.16's namespaces with an underscore.
+		{"corp.example/my_org/*", []Provider{p("corp.example/my_org/b"), p("corp.example/My_Org/c")}, []Provider{p("corp.example/my-org/b"), p("corp.example/myorg/b")}},
 	} {
 		pp, err := cliconfig.ParsePattern(tc.pattern, "")
 		require.NoError(t, err, tc.pattern)
@@ -54,7 +56,8 @@ func TestProviderPatterns(t *testing.T) {
 	require.True(t, pp.Matches("tofu-registry.example", "hashicorp", "aws"))
 	require.False(t, pp.Matches(p("hashicorp/aws").Hostname, "hashicorp", "aws"))
 
-	for _, bad := range []string{"", "a", "a/b/c/d", "*/a/b", "h.example/*/b", "h.example/a b/c", "bad host!/a/b", "a/-b"} {
+	for _, bad := range []string{"", "a", "a/b/c/d", "*/a/b", "h.example/*/b", "h.example/a b/c", "bad host!/a/b", "a/-b",
+		"h.example/_org/b", "h.example/org_/b", "h.example/a/b_c"} {
 		_, err := cliconfig.ParsePattern(bad, "")
 		require.Error(t, err, bad)
 		require.Contains(t, err.Error(), fmt.Sprintf("%q", bad))

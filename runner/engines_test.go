@@ -120,7 +120,14 @@ func (w *engineWorld) unit(t *testing.T, instance, src string, vars map[string]a
 // instance's workdir.
 func (w *engineWorld) lockFile(t *testing.T, instance string) []byte {
 	t.Helper()
-	home, err := w.wd.Home("plat-ue2-dev", instance)
+	return unitLockFile(t, w.wd, "plat-ue2-dev", instance)
+}
+
+// unitLockFile returns the .terraform.lock.hcl the runner left in the
+// workdir of (stack, instance) under m.
+func unitLockFile(t *testing.T, m *workdir.Manager, stack, instance string) []byte {
+	t.Helper()
+	home, err := m.Home(stack, instance)
 	require.NoError(t, err)
 	var found []byte
 	require.NoError(t, filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {

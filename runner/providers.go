@@ -46,6 +46,7 @@ func (x *unitRun) providers(ctx context.Context, manifest string) (setup, error)
 		Host:     x.rs.eng.RegistryHost(),
 		Upgrade:  x.u.Args.Upgrade,
 		Files:    configRule(x.rs.eng.Kind),
+		Grammar:  providerreqs.GrammarOf(x.rs.eng),
 	})
 	if err != nil {
 		return setup{}, fmt.Errorf("discover providers: %w", err)

@@ -19,6 +19,13 @@
 //     resolves it: "TYPE" is HOST/hashicorp/TYPE, "NAMESPACE/TYPE" is
 //     HOST/NAMESPACE/TYPE. Terraform's built-in provider (terraform_data's)
 //     is never a requirement: it is never installed.
+//   - A source address is parsed by the engine's grammar
+//     (Unit.Grammar), which GrammarOf decides from the engine's kind and
+//     version, in this one place: Terraform 1.16 and later accept an
+//     underscore in a namespace ("my_org"), OpenTofu and older Terraform
+//     refuse it, as their own address libraries do. An address the
+//     engine refuses is an error naming the module, the provider and
+//     the address, before anything is installed.
 //   - Versions and hashes pinned in the root's .terraform.lock.hcl are kept
 //     (Requirement.Locked, LockedHashes), as terraform init keeps them;
 //     with Unit.Upgrade they are ignored, as init -upgrade ignores them,

@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hashicorp/go-version"
 	tfaddr "github.com/hashicorp/terraform-registry-address"
 
+	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/modmanifest"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/pluginc"
@@ -35,6 +37,27 @@ type Unit struct {
 	// Files is the engine's rule for configuration files; the tree must
 	// have been walked by the same rule.
 	Files modtree.Files
+	// Grammar is the engine's provider address grammar (GrammarOf): a
+	// source address it refuses is an error, as the engine refuses it.
+	Grammar pluginc.Grammar
+}
+
+// Since when Terraform accepts underscores in a provider namespace
+// (terraform-registry-address v0.5.0, "allow underscores in provider
+// source address namespaces"). OpenTofu does not, up to its newest
+// release.
+var terraformUnderscoreSince = version.Must(version.NewVersion("1.16.0"))
+
+// GrammarOf is the provider address grammar of engine e, decided here
+// and nowhere else: Terraform 1.16 and later accept underscores in a
+// namespace (pluginc.UnderscoreNamespaces); OpenTofu, older Terraform
+// and an engine of unknown version do not (pluginc.DashNamespaces). A
+// prerelease counts as its release, as in earlyeval.RulesOf.
+func GrammarOf(e engine.Info) pluginc.Grammar {
+	if e.Kind == engine.Terraform && e.Version != nil && e.Version.Core().GreaterThanOrEqual(terraformUnderscoreSince) {
+		return pluginc.UnderscoreNamespaces
+	}
+	return pluginc.DashNamespaces
 }
 
 // Discover returns the provider requirements of tree (the root module
@@ -63,7 +86,7 @@ func Discover(tree *modtree.Tree, u Unit) ([]pluginc.Requirement, error) {
 				if isBuiltIn(src) {
 					continue
 				}
-				p, err := pluginc.ParseProvider(qualify(src, u.Host))
+				p, err := u.Grammar.Parse(qualify(src, u.Host))
 				if err != nil {
 					return fmt.Errorf("module %s, provider %q: %w", d, name, err)
 				}

@@ -6,8 +6,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hashicorp/go-version"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
@@ -255,4 +257,60 @@ func TestDiscoverSameKeyEveryTime(t *testing.T) {
 		keys = append(keys, Key(reqs))
 	}
 	require.Len(t, slices.Compact(keys), 1)
+}
+
+// TestGrammarOf: the provider address grammar per engine, as each
+// engine's address library decides it (Terraform 1.11's
+// terraform-registry-address v0.2.3, 1.15's v0.4.0, 1.16's v0.5.0 with
+// ParseProviderNamespace; OpenTofu's own library, up to 1.12, has no
+// underscore rule), and what Discover then does with each namespace
+// under that engine: a component requiring registry.example.test/my_org/
+// tfitest is discovered only where the engine accepts it, and a leading
+// or trailing underscore is refused everywhere, the address named.
+func TestGrammarOf(t *testing.T) {
+	info := func(k engine.Kind, v string) engine.Info {
+		if v == "" {
+			return engine.Info{Kind: k}
+		}
+		return engine.Info{Kind: k, Version: version.Must(version.NewVersion(v))}
+	}
+	for _, tc := range []struct {
+		e    engine.Info
+		want pluginc.Grammar
+	}{
+		{info(engine.Terraform, "1.11.4"), pluginc.DashNamespaces},
+		{info(engine.Terraform, "1.15.0"), pluginc.DashNamespaces},
+		{info(engine.Terraform, "1.15.9"), pluginc.DashNamespaces},
+		{info(engine.Terraform, "1.16.0-beta1"), pluginc.UnderscoreNamespaces},
+		{info(engine.Terraform, "1.16.0"), pluginc.UnderscoreNamespaces},
+		{info(engine.Terraform, "1.17.2"), pluginc.UnderscoreNamespaces},
+		{info(engine.Terraform, ""), pluginc.DashNamespaces},
+		{info(engine.OpenTofu, "1.10.6"), pluginc.DashNamespaces},
+		{info(engine.OpenTofu, "1.12.6"), pluginc.DashNamespaces},
+		{info(engine.OpenTofu, "1.16.0"), pluginc.DashNamespaces},
+	} {
+		g := GrammarOf(tc.e)
+		require.Equal(t, tc.want, g, "%s %v", tc.e.Kind, tc.e.Version)
+
+		for ns, ok := range map[string]bool{
+			"my-org": true,
+			"my_org": g == pluginc.UnderscoreNamespaces,
+			"a_b-c":  g == pluginc.UnderscoreNamespaces,
+			"_org":   false,
+			"org_":   false,
+			"-org":   false,
+		} {
+			addr := "registry.example.test/" + ns + "/tfitest"
+			dir := t.TempDir()
+			writeTree(t, dir, map[string]string{"main.tf": requires(map[string]string{"tfitest": `{ source = "` + addr + `" }`})})
+			reqs, err := Discover(modtree.Walk(dir, modtree.TerraformFiles), Unit{Host: "host.invalid", Grammar: g})
+			if !ok {
+				require.ErrorIs(t, err, pluginc.ErrInvalidProvider, "%s %v, %s", tc.e.Kind, tc.e.Version, addr)
+				require.ErrorContains(t, err, `"`+addr+`"`)
+				continue
+			}
+			require.NoError(t, err, "%s %v, %s", tc.e.Kind, tc.e.Version, addr)
+			require.Equal(t, []pluginc.Requirement{{Provider: provider("registry.example.test", ns, "tfitest"), Constraints: ""}}, reqs)
+		}
+	}
 }

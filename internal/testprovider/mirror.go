@@ -15,7 +15,16 @@ import (
 // private copy the test may change.
 func WriteFilesystemMirror(tb TB, dir string, bin *Binary, versions ...string) []string {
 	tb.Helper()
-	pkgDir := filepath.Join(dir, Host, Namespace, Type)
+	return WriteFilesystemMirrorAs(tb, dir, Host, Namespace, bin, versions...)
+}
+
+// WriteFilesystemMirrorAs is WriteFilesystemMirror with the provider
+// under another host and namespace (the type stays tfitest, the name of
+// the binary): dir/host/namespace/tfitest/. Neither part is checked, so
+// a test can offer an address an engine refuses.
+func WriteFilesystemMirrorAs(tb TB, dir, host, namespace string, bin *Binary, versions ...string) []string {
+	tb.Helper()
+	pkgDir := filepath.Join(dir, host, namespace, Type)
 	if err := os.MkdirAll(pkgDir, 0o755); err != nil {
 		tb.Fatalf("testprovider: write filesystem mirror: %v", err)
 	}
