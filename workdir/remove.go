@@ -99,6 +99,9 @@ func (m *Manager) remove(id string, force bool) error {
 func findState(home string) ([]string, error) {
 	src := filepath.Join(home, srcDir)
 	comp := "."
+	if err := stampNewer(home); err != nil {
+		return nil, err
+	}
 	st := readStamp(home)
 	if st != nil && st.Component != "" {
 		comp = st.Component
