@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"archive/tar"
+	"bytes"
 	"encoding/json"
 	"maps"
 	"os"
@@ -110,7 +112,10 @@ func newerRecord(t *testing.T, p string) []byte {
 // damaged, and the record is left byte for byte as it was: the init
 // record (Apply), the applied record (Apply with WithSkipUnchanged), the
 // journal (Apply), the saved plan's record (ApplyPlan, ExportPlan) and
-// the mark of an apply under way (ApplyPlan). A newer memory record in
+// the mark of an apply under way (ApplyPlan); a newer release's plan
+// bundle is refused by ImportPlan (ErrPlanBundle too) before the saved
+// plan is touched, even one whose manifest does not decode as this
+// release's. A newer memory record in
 // the workdir root is no error: the Run succeeds without it, says so
 // once in Report.Warnings, and leaves it as it was.
 func TestNewerRecordsRefusedByName(t *testing.T) {
@@ -161,6 +166,32 @@ func TestNewerRecordsRefusedByName(t *testing.T) {
 			require.Equal(t, string(was), string(got), "the newer record was left as it was")
 		})
 	}
+
+	t.Run("import-plan of a newer bundle", func(t *testing.T) {
+		dir := t.TempDir()
+		p := BundlePath(dir, u.id())
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		manifest := []byte(`{"format":"tfisolate-plan-bundle/3","unit":"s/newer","meta":{"plan":{"sha512":"x"}}}`)
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: bundle.ManifestMember, Mode: 0o600, Size: int64(len(manifest))}))
+		_, err := tw.Write(manifest)
+		require.NoError(t, err)
+		require.NoError(t, tw.Close())
+		require.NoError(t, os.WriteFile(p, buf.Bytes(), 0o600))
+		meta := filepath.Join(data, planDirName, planMetaName)
+		before, err := os.ReadFile(meta)
+		require.NoError(t, err)
+		_, err = r.Run(ctx, ImportPlan(dir, nil), u)
+		require.ErrorIs(t, err, ErrPlanBundle)
+		require.ErrorIs(t, err, ErrNewerFormat)
+		require.ErrorContains(t, err, p+": written by a newer release: format 3; this release reads up to 2; upgrade this job")
+		after, err := os.ReadFile(meta)
+		require.NoError(t, err)
+		require.Equal(t, string(before), string(after), "the saved plan was left as it was")
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.Equal(t, buf.Bytes(), got)
+	})
 
 	t.Run("memory", func(t *testing.T) {
 		p := filepath.Join(w.wd.Root(), memoryFile)
