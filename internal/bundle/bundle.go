@@ -38,7 +38,7 @@ const (
 	// backend, with both), so a reader cannot tell which its digest
 	// covered and refuses them by name (Read). Any change to what the
 	// manifest holds or its digest covers, the record's fields included,
-	// bumps it (TestContentPinned).
+	// bumps it (TestContent here, runner's TestPlanMetaFieldsPinned).
 	Version = 2
 	// Format names Version in a manifest.
 	Format = formatPrefix + "2"
