@@ -96,6 +96,9 @@
 //     The Package then has every locked hash, none dropped or replaced,
 //     and besides them only hashes this process verified, so LockFile
 //     never puts a record's hash where a committed one was.
+//   - An install record names its format version; an entry whose record
+//     a newer release wrote is neither used nor reinstalled over: Ensure
+//     fails with ErrNewerFormat naming the record.
 //   - Nothing blocks without a deadline. Every HTTP request attempt runs
 //     under a watchdog of the cache's own, so the bounds hold with any
 //     client given to WithHTTPClient (even one without timeouts) and a

@@ -4,24 +4,34 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
 	"slices"
 	"strings"
 
+	"github.com/tfisolate/tfisolate/internal/format"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
+
+// metaVersion is the install record's format (internal/format): 2, the
+// first to name it; a newer release's record is refused by name and its
+// entry left as it is.
+const metaVersion = 2
 
 // meta is the install record of a package: what was verified when it was
 // installed. It lives outside the package dir, so it never changes the h1:
 // hash, and it is written before the package is renamed into place, so
 // whoever sees the package sees its record.
 type meta struct {
-	Hashes []string `json:"hashes"` // lock file hashes: h1: and the zh: of every platform when signed
-	Zip    string   `json:"zip"`    // zh: of the zip it was unpacked from, verified against the source; empty when packed from an unpacked mirror
-	Source string   `json:"source"`
-	H1     string   `json:"h1,omitempty"` // h1: of the unpacked files below
+	// Version is the record's format (metaVersion when written; 1, none
+	// named, in earlier releases').
+	Version int      `json:"version,omitempty"`
+	Hashes  []string `json:"hashes"` // lock file hashes: h1: and the zh: of every platform when signed
+	Zip     string   `json:"zip"`    // zh: of the zip it was unpacked from, verified against the source; empty when packed from an unpacked mirror
+	Source  string   `json:"source"`
+	H1      string   `json:"h1,omitempty"` // h1: of the unpacked files below
 	// Files is every path of the package as it was verified (treesum's
 	// record: each file's path, mode, size, SHA-256 and stamp, each
 	// directory's path and mode). Records from before per-file records
@@ -133,6 +143,9 @@ func beforeDirs(files treesum.Tree) bool {
 func readMeta(file string) (*meta, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := format.Read(file, b, metaVersion); errors.Is(err, format.ErrNewer) {
 		return nil, err
 	}
 	var m meta

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/cliconfig"
+	"github.com/tfisolate/tfisolate/internal/format"
 )
 
 // Sentinel errors. Every error returned by this package that has one of
@@ -42,6 +43,12 @@ var (
 	// verified when it was installed (or lost its install record) and
 	// could not be reinstalled from its source. The error names the entry.
 	ErrDamagedEntry = errors.New("damaged cache entry")
+	// ErrNewerFormat is wrapped by the error about a cache entry whose
+	// install record a newer release of the SDK wrote ("written by a
+	// newer release: format N; this release reads up to M; upgrade this
+	// job"): the entry is neither used nor reinstalled over.
+	ErrNewerFormat = format.ErrNewer
+
 	// ErrInvalidLockFile: a dependency lock file that cannot be parsed.
 	ErrInvalidLockFile = errors.New("invalid lock file")
 	// ErrInvalidCLIConfig: a CLI config file that Terraform would refuse,

@@ -96,7 +96,7 @@ type entry struct {
 	pkg   Package
 	meta  *meta
 	why   string // what is wrong, for entryChanged and entryNoRecord
-	err   error  // a dir on the way to the entry or its record is unsafe (ErrUnsafePath)
+	err   error  // a dir on the way to the entry or its record is unsafe (ErrUnsafePath), or its record a newer release's (ErrNewerFormat)
 }
 
 // check compares a package dir with its install record without reading
@@ -131,6 +131,10 @@ func (c *Cache) check(id PackageID) entry {
 		}
 	}
 	m, err := readMeta(mp)
+	if errors.Is(err, ErrNewerFormat) {
+		// A newer release's entry: neither believed nor refilled over.
+		return entry{err: fmt.Errorf("provider cache entry %s: %w", dir, err)}
+	}
 	if err != nil {
 		return entry{state: entryNoRecord, why: "its install record is missing or unreadable: " + err.Error()}
 	}
@@ -329,6 +333,7 @@ func (c *Cache) discard(id PackageID) error {
 
 func (c *Cache) writeMeta(id PackageID, m *meta) error {
 	mp := c.metaPath(id)
+	m.Version = metaVersion
 	mb, err := json.Marshal(m)
 	if err != nil {
 		return err

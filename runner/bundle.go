@@ -96,17 +96,10 @@ func (m planMeta) LockSHA256() string { return m.LockFile }
 
 // exportPlan writes the unit's saved plan as a bundle.
 func (x *unitRun) exportPlan() error {
-	_, file, jsonFile, metaFile := x.planPaths()
-	b, err := os.ReadFile(metaFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w: run SavePlan first (%s)", ErrNoPlan, metaFile)
-	}
+	_, file, jsonFile, _ := x.planPaths()
+	rec, err := x.savedPlanMeta()
 	if err != nil {
-		return fmt.Errorf("read %s: %w", metaFile, err)
-	}
-	var rec planMeta
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return fmt.Errorf("%w: unreadable record %s: %w", ErrStalePlan, metaFile, err)
+		return err
 	}
 	saved, err := x.checkSavedPlan(rec.Destroy, true)
 	if err != nil {

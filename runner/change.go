@@ -10,6 +10,7 @@ import (
 	"github.com/tfisolate/tfisolate/internal/affected"
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/fingerprint"
+	"github.com/tfisolate/tfisolate/internal/format"
 	"github.com/tfisolate/tfisolate/internal/inplace"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 )
@@ -19,7 +20,8 @@ import (
 const appliedName = "tfisolate-applied.json"
 
 type appliedRecord struct {
-	Inputs string `json:"inputs"`
+	Version int    `json:"version,omitempty"` // appliedVersion when written
+	Inputs  string `json:"inputs"`
 }
 
 // inputsDigest covers everything an apply of the unit reads that the
@@ -40,14 +42,16 @@ func (x *unitRun) inputsDigest() string {
 }
 
 // unchanged reports whether the unit's inputs are those of its last
-// successful apply.
-func (x *unitRun) unchanged(inputs string) bool {
-	b, err := os.ReadFile(filepath.Join(x.w.DataDir, appliedName))
-	if err != nil {
-		return false
-	}
+// successful apply. A newer release's record is an ErrNewerFormat: this
+// release can neither believe it nor forget it (the newer one would
+// then skip a unit whose state is no longer its inputs').
+func (x *unitRun) unchanged(inputs string) (bool, error) {
 	var rec appliedRecord
-	return json.Unmarshal(b, &rec) == nil && rec.Inputs != "" && rec.Inputs == inputs
+	found, err := readRecord(filepath.Join(x.w.DataDir, appliedName), appliedVersion, &rec)
+	if errors.Is(err, ErrNewerFormat) {
+		return false, err
+	}
+	return found && err == nil && rec.Inputs != "" && rec.Inputs == inputs, nil
 }
 
 // appliedSize is the size the applied record is created with: every
@@ -62,7 +66,7 @@ const appliedSize = 512
 // recordApplied records, synced, the inputs of a successful apply.
 func (x *unitRun) recordApplied(inputs string) error {
 	p := filepath.Join(x.w.DataDir, appliedName)
-	b, _ := json.Marshal(appliedRecord{Inputs: inputs})
+	b, _ := json.Marshal(appliedRecord{Version: appliedVersion, Inputs: inputs})
 	return inplace.WriteFile(p, b, 0o644, appliedSize, true)
 }
 
@@ -77,11 +81,16 @@ func (x *unitRun) forgetApplied() error {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	if err == nil {
+		if _, err := format.Read(p, b, appliedVersion); errors.Is(err, ErrNewerFormat) {
+			return err
+		}
+	}
 	var rec appliedRecord
 	if err == nil && json.Unmarshal(b, &rec) == nil && rec.Inputs == "" {
 		return nil
 	}
-	if ok, err := inplace.Rewrite(p, []byte("{}"), true); ok || err != nil {
+	if ok, err := inplace.Rewrite(p, fmt.Appendf(nil, `{"version":%d}`, appliedVersion), true); ok || err != nil {
 		return err
 	}
 	// Not rewritable in place (a link, say): removed, and the removal

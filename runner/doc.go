@@ -115,6 +115,13 @@
 //     that ImportPlan checks with the same key; nil means no MAC; an
 //     empty key is refused (ErrBadOption), and so is a bundle whose MAC
 //     and the import's key do not go together (ErrPlanBundle).
+//   - formats: every record a unit keeps (init, applied, journal, saved
+//     plan, an apply under way) and every bundle names its format
+//     version. A newer release's fails the unit with ErrNewerFormat
+//     naming it, before anything reads or rewrites it; an earlier
+//     release's is read (a plan bundle of one is refused by name: export
+//     it again). A newer memory record is done without, with one
+//     warning in Report.Warnings.
 //
 // The runner runs terraform itself, one process per command, with
 // arguments it builds and tests (args.go): terraform-exec would start a

@@ -139,7 +139,9 @@ func (rs *runState) dryRunUnit(ctx context.Context, i, wave int) (st DryRunStep,
 	// path).
 	x.env = unitEnv(processEnv(), w.Env(), "", u.Env)
 	if rs.cmd.kind == kindApply {
-		st.Unchanged = x.unchanged(x.inputsDigest())
+		if st.Unchanged, err = x.unchanged(x.inputsDigest()); err != nil {
+			return st, err
+		}
 		st.Skip = st.Unchanged && rs.opts.skipUnchanged
 		if st.Skip && !st.Outputs {
 			return st, nil

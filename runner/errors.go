@@ -98,6 +98,14 @@ var (
 	// workdir.Workdir.CheckState): nothing ran; the message says how to
 	// recover.
 	ErrStateDamaged = workdir.ErrStateDamaged
+	// ErrNewerFormat is wrapped by the error about a record or bundle a
+	// newer release of the SDK wrote: a unit's stamp, init, applied,
+	// journal or saved plan record, a plan bundle, the root's register of
+	// adoptions ("written by a newer release: format N; this release
+	// reads up to M; upgrade this job"). The unit fails, the record is
+	// left as it is. A newer memory record is not an error: the Run goes
+	// on without it and says so once in Report.Warnings.
+	ErrNewerFormat = workdir.ErrNewerFormat
 	// ErrPanic is wrapped by the error of a unit whose run panicked (in
 	// the SDK, a library it uses, or the unit's Generate): the unit fails
 	// with the panic's message and stack, every other unit runs on.

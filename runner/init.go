@@ -28,6 +28,8 @@ const initRecordName = "tfisolate-init.json"
 // the record of the last successful init equals the current one and the
 // data dir still holds what init put there.
 type initRecord struct {
+	// Version is the record's format (initRecordVersion when written).
+	Version int `json:"version,omitempty"`
 	// Fingerprint covers everything init depends on: the binary, the
 	// CLI config the runner hands it, the lock file, the backend, the
 	// module calls and installed modules, the root module's configuration
@@ -114,6 +116,7 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) (
 	if err != nil {
 		return false, err
 	}
+	now.Version = initRecordVersion
 	b, _ := json.Marshal(now)
 	if err := atomicfile.WriteFile(recPath, b, 0o644); err != nil {
 		return false, fmt.Errorf("write init record: %w", err)
@@ -145,11 +148,11 @@ func (x *unitRun) planInit(manifest string, force bool) (initPlan, error) {
 	p := initPlan{files: files, now: initRecord{Backend: backend, Fingerprint: x.initFingerprint(manifest, backend, files, ps)},
 		recPath: filepath.Join(x.w.DataDir, initRecordName)}
 	p.now.Parts = ps.Sums()
-	if b, err := os.ReadFile(p.recPath); err == nil {
-		var r initRecord
-		if json.Unmarshal(b, &r) == nil {
-			p.prev = &r
-		}
+	var r initRecord
+	if found, err := readRecord(p.recPath, initRecordVersion, &r); errors.Is(err, ErrNewerFormat) {
+		return initPlan{}, err // a newer release's init: never redone and recorded over by this one
+	} else if found && err == nil {
+		p.prev = &r
 	}
 	switch {
 	case force:

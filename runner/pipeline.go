@@ -206,7 +206,11 @@ func (x *unitRun) pipeline(ctx context.Context) (out pipelineOutcome, err error)
 	var inputs string
 	if applying {
 		inputs = x.inputsDigest()
-		if x.rs.opts.skipUnchanged && x.unchanged(inputs) {
+		same, err := x.unchanged(inputs)
+		if err != nil {
+			return out, err
+		}
+		if x.rs.opts.skipUnchanged && same {
 			out.unchanged = true
 			x.out.note("unchanged since the last successful apply; skipped")
 			if x.rs.feeds == nil || !x.rs.feeds[x.idx] {

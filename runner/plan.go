@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/fingerprint"
+	"github.com/tfisolate/tfisolate/internal/format"
 	"github.com/tfisolate/tfisolate/internal/redact"
 	"github.com/tfisolate/tfisolate/internal/retry"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
@@ -44,7 +45,8 @@ const (
 // changing infrastructure): applying the plan again could create what
 // the first apply created a second time, so the plan is refused.
 type planApplying struct {
-	Plan    string    `json:"plan"` // sha256 of the plan file being applied
+	Version int       `json:"version,omitempty"` // applyingVersion when written
+	Plan    string    `json:"plan"`              // sha256 of the plan file being applied
 	PID     int       `json:"pid"`
 	Host    string    `json:"host"`
 	Started time.Time `json:"started"`
@@ -53,6 +55,9 @@ type planApplying struct {
 // planMeta records what a saved plan was made from, so that ApplyPlan
 // can refuse a plan that no longer matches the workdir.
 type planMeta struct {
+	// Version is the record's format (planMetaVersion when written;
+	// covered by a bundle's digest, whose format bumps with it).
+	Version  int       `json:"version,omitempty"`
 	Digest   string    `json:"digest"`    // workdir.Workdir.Digest: source set and generated files
 	LockFile string    `json:"lock_file"` // sha256 of .terraform.lock.hcl, "" when none
 	Engine   string    `json:"engine"`    // kind and version of the terraform that planned
@@ -159,7 +164,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) (out stepOutcome, 
 
 func (x *unitRun) planMeta(file string, destroy bool) (planMeta, error) {
 	m := x.planMade()
-	m.Destroy, m.Created = destroy, time.Now().UTC()
+	m.Version, m.Destroy, m.Created = planMetaVersion, destroy, time.Now().UTC()
 	var err error
 	if m.Plan, err = treesum.HashFile(file); err != nil {
 		return m, fmt.Errorf("hash saved plan: %w", err)
@@ -191,17 +196,10 @@ func (x *unitRun) planMade() planMeta {
 // workdir, with checkLock false: the lock file is compared once the
 // providers step has written it, right before the apply.
 func (x *unitRun) checkSavedPlan(destroy, checkLock bool) (planMeta, error) {
-	_, file, _, metaFile := x.planPaths()
-	b, err := os.ReadFile(metaFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return planMeta{}, fmt.Errorf("%w: run SavePlan first (%s)", ErrNoPlan, metaFile)
-	}
+	_, file, _, _ := x.planPaths()
+	saved, err := x.savedPlanMeta()
 	if err != nil {
-		return planMeta{}, fmt.Errorf("read %s: %w", metaFile, err)
-	}
-	var saved planMeta
-	if err := json.Unmarshal(b, &saved); err != nil {
-		return planMeta{}, fmt.Errorf("%w: unreadable record %s: %w", ErrStalePlan, metaFile, err)
+		return planMeta{}, err
 	}
 	now, err := x.planMeta(file, saved.Destroy)
 	if errors.Is(err, os.ErrNotExist) {
@@ -217,6 +215,9 @@ func (x *unitRun) checkSavedPlan(destroy, checkLock bool) (planMeta, error) {
 		return planMeta{}, fmt.Errorf("%w: %s; run SavePlan again", ErrStalePlan, why)
 	}
 	if b, err := os.ReadFile(x.applyingPath()); err == nil {
+		if _, err := format.Read(x.applyingPath(), b, applyingVersion); errors.Is(err, ErrNewerFormat) {
+			return planMeta{}, err
+		}
 		var a planApplying
 		if json.Unmarshal(b, &a) != nil || a.Plan == saved.Plan {
 			return planMeta{}, fmt.Errorf("%w: an earlier apply of this plan (pid %d on %s, started %s) never finished "+
@@ -225,6 +226,25 @@ func (x *unitRun) checkSavedPlan(destroy, checkLock bool) (planMeta, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return planMeta{}, fmt.Errorf("read %s: %w", x.applyingPath(), err)
+	}
+	return saved, nil
+}
+
+// savedPlanMeta reads the saved plan's record: ErrNoPlan when there is
+// none, ErrNewerFormat when a newer release made it (left as it is).
+func (x *unitRun) savedPlanMeta() (planMeta, error) {
+	_, _, _, metaFile := x.planPaths()
+	var saved planMeta
+	found, err := readRecord(metaFile, planMetaVersion, &saved)
+	switch {
+	case errors.Is(err, ErrNewerFormat):
+		return planMeta{}, fmt.Errorf("the saved plan: %w", err)
+	case !found && err == nil:
+		return planMeta{}, fmt.Errorf("%w: run SavePlan first (%s)", ErrNoPlan, metaFile)
+	case !found:
+		return planMeta{}, err
+	case err != nil:
+		return planMeta{}, fmt.Errorf("%w: unreadable record %s: %w", ErrStalePlan, metaFile, err)
 	}
 	return saved, nil
 }
@@ -246,7 +266,7 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) (out stepOutcome,
 		}
 	}
 	host, _ := os.Hostname()
-	mark, _ := json.Marshal(planApplying{Plan: saved.Plan, PID: os.Getpid(), Host: host, Started: time.Now().UTC()})
+	mark, _ := json.Marshal(planApplying{Version: applyingVersion, Plan: saved.Plan, PID: os.Getpid(), Host: host, Started: time.Now().UTC()})
 	if err := atomicfile.WriteFile(x.applyingPath(), mark, 0o644); err != nil {
 		return out, fmt.Errorf("record the apply of the saved plan: %w", err)
 	}

@@ -319,7 +319,9 @@ type Report struct {
 	// plugin cache's next source because one before it failed (a network
 	// mirror that is down: pluginc.Fallback's String, naming the mirror
 	// and the source used). Each is also in the log and output of the
-	// unit that met it first and in the logger (Warn).
+	// unit that met it first and in the logger (Warn). And a memory
+	// record (WithMemoryBudget) a newer release wrote, not used and left
+	// as it is (in the logger too; no unit met it).
 	Warnings []string
 	// Duration is the wall time of the Run.
 	Duration time.Duration

@@ -125,6 +125,11 @@ func (r *Runner) newRunState(cmd Command, rc *runConfig, eng engine.Info, units 
 	}
 	rs.cpu = rs.newCPUGate()
 	rs.mem = rs.newMemGate()
+	if err := rs.mem.Newer(); err != nil {
+		// A newer release's memory record: this Run schedules without
+		// it and leaves it as it is (invariant 22), and says so once.
+		rs.warn("memory record not used, and left as it is: " + err.Error())
+	}
 	if rc.stop != nil {
 		rs.kill = rc.stop.Killing()
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/format"
 	"github.com/tfisolate/tfisolate/internal/pathtrust"
 )
 
@@ -42,9 +43,14 @@ const (
 	adoptedLock = ".adopted.lock" // under root/locksDir: the register's flock, never deleted
 )
 
+// adoptedVersion is the register's format (internal/format); a newer
+// register is refused by name and never replaced.
+const adoptedVersion = 2
+
 // adoptedRegister is the content of adoptedFile.
 type adoptedRegister struct {
-	Claims []claim `json:"claims"`
+	Version int     `json:"version,omitempty"` // adoptedVersion when written; 1 (none named) in earlier releases'
+	Claims  []claim `json:"claims"`
 }
 
 // claim says that one instance adopted one state file of a component
@@ -157,6 +163,9 @@ func (m *Manager) readAdopted() (reg adoptedRegister, exists bool, err error) {
 	if err != nil {
 		return reg, true, fmt.Errorf("read the root's adoptions: %w", err)
 	}
+	if _, err := format.Read(p, b, adoptedVersion); errors.Is(err, format.ErrNewer) {
+		return reg, true, fmt.Errorf("the root's adoptions: %w", err) // never replaced by this release's
+	}
 	if err := json.Unmarshal(b, &reg); err != nil {
 		return reg, true, fmt.Errorf("the root's record of adopted states %s cannot be read (%v); the SDK only ever replaces it whole, "+
 			"so something else changed it: restore it, or remove it once no two instances hold one state (it is rebuilt from the instances' own records)", p, err)
@@ -170,6 +179,7 @@ func (m *Manager) readAdopted() (reg adoptedRegister, exists bool, err error) {
 // any temp file of the register found beside it is a killed writer's:
 // removed here, its only sweeper.
 func (m *Manager) writeAdopted(reg adoptedRegister) error {
+	reg.Version = adoptedVersion
 	b, err := json.MarshalIndent(reg, "", "  ")
 	if err != nil {
 		return err

@@ -73,6 +73,11 @@
 //   - The stamp describes what was written: each copied file's digest is
 //     taken from the copy, so a source file that changes while it is copied
 //     (and changes back later) is copied again by the next Prepare.
+//   - Every record names its format version (the stamp, the instance's
+//     state record, the root's register of adoptions). One of a newer
+//     release is never read, rebuilt or written over: Prepare and Remove
+//     of that instance, and an adoption under a newer register, fail
+//     with ErrNewerFormat naming it, and leave it as it is.
 //   - Instance-owned data survives every refresh (invariants 4 and 13): the
 //     data dir; every state-like file (terraform.tfstate*, any *.tfstate
 //     and its .backup and other derivatives, terraform.tfstate.d/, and the

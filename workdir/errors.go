@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"strings"
 	"time"
+
+	"github.com/tfisolate/tfisolate/internal/format"
 )
 
 var (
@@ -29,6 +31,14 @@ var (
 	// replacing something at the new position. The error names both
 	// paths; nothing was overwritten, and the next Prepare tries again.
 	ErrLeftBehind = errors.New("instance data would be left behind")
+
+	// ErrNewerFormat is wrapped by the error about a record a newer
+	// release wrote (an instance's stamp, the root's register of
+	// adoptions): "written by a newer release: format N; this release
+	// reads up to M; upgrade this job". The record is left as it is;
+	// the instance is not prepared (or the adoption not made) by this
+	// release.
+	ErrNewerFormat = format.ErrNewer
 
 	// ErrSourceState is wrapped by the error Prepare returns when the
 	// component source holds local state (for the backend the component

@@ -57,6 +57,9 @@ func (m *Manager) materialize(ctx context.Context, id string, c *checked, rehash
 	}
 	var old *stamp
 	if !cold {
+		if err := stampNewer(home); err != nil {
+			return nil, err
+		}
 		old = readStamp(home)
 		st, set, ok, err := m.warm(ctx, home, old, in)
 		if err != nil {

@@ -103,6 +103,9 @@ func findState(home string) ([]string, error) { return walkState(home, hasResour
 func walkState(home string, keep func(p string) bool) ([]string, error) {
 	src := filepath.Join(home, srcDir)
 	comp := "."
+	if err := stampNewer(home); err != nil {
+		return nil, err
+	}
 	st := readStamp(home)
 	if st != nil && st.Component != "" {
 		comp = st.Component

@@ -4,13 +4,20 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/format"
 )
 
+// stampVersion is the stamp's format (internal/format): the version
+// writeStamp writes and the newest readStamp reads; a stamp of another
+// older version is rebuilt from the source, a newer one refused by name
+// (stampNewer). A change to what the stamp holds that an older reader
+// must not ignore bumps it.
 const stampVersion = 1
 
 // stamp records what a workdir was materialized from. A complete stamp is
@@ -74,6 +81,20 @@ func readStamp(home string) *stamp {
 		return nil
 	}
 	return &st
+}
+
+// stampNewer is the *format.NewerError of a stamp a newer release wrote
+// in home, nil otherwise: such a home is neither read nor rebuilt by
+// this release (a rebuild would overwrite what the newer one recorded).
+func stampNewer(home string) error {
+	b, err := os.ReadFile(stampPath(home))
+	if err != nil {
+		return nil
+	}
+	if _, err := format.Read(stampPath(home), b, stampVersion); errors.Is(err, format.ErrNewer) {
+		return err
+	}
+	return nil
 }
 
 func writeStamp(home string, st *stamp) error {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/format"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
@@ -155,6 +156,7 @@ const stateRecordFile = "state.json"
 // relative to the component (where terraform runs), or absolute, as the
 // backend names them; they stay valid when the component moves.
 type stateRecord struct {
+	Version int                  `json:"version,omitempty"` // stateRecordVersion when written; 1 (none named) in earlier releases'
 	Adopted []adoptedState       `json:"adopted,omitempty"`
 	Seen    map[string]seenState `json:"seen,omitempty"`
 }
@@ -188,7 +190,18 @@ func readStateRecord(home string) stateRecord {
 	return r
 }
 
+// stateRecordVersion is the state record's format (internal/format).
+const stateRecordVersion = 2
+
+// writeStateRecord replaces the instance's record, unless a newer
+// release wrote it (an error naming it: never overwritten).
 func writeStateRecord(home string, r stateRecord) error {
+	if old, err := os.ReadFile(stateRecordPath(home)); err == nil {
+		if _, err := format.Read(stateRecordPath(home), old, stateRecordVersion); errors.Is(err, format.ErrNewer) {
+			return err
+		}
+	}
+	r.Version = stateRecordVersion
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err

@@ -34,7 +34,10 @@
 //     another version, is ignored with a warning, never believed and
 //     never an error: it only steers scheduling. A version 1 record
 //     (without classes) is read as peaks of an unknown class, kept as
-//     they are.
+//     they are. A record of a newer release is never overwritten: it is
+//     read as none, Save leaves it (also one that appeared during the
+//     Run), and Memory.Newer names it (a *format.NewerError) for the
+//     caller's one warning.
 //   - A unit's failure is taken for an out-of-memory kill
 //     (Use.OutOfMemory) only when the kernel's OOM-kill count rose while
 //     it ran, its terraform failed, and the victim was of its process

@@ -88,6 +88,7 @@ type MemoryConfig struct {
 type Memory struct {
 	budget      int64 // 0: off (units are measured, never held back)
 	path        string
+	newer       error // the record is a newer release's: read as none, never written
 	engine      string
 	class       Class
 	parallelism int
@@ -161,7 +162,9 @@ func NewMemory(c MemoryConfig) *Memory {
 		m.log.Debug("memory budget", "bytes", m.budget, "from", mc.From())
 	}
 	if m.path != "" {
-		for _, p := range loadRecord(m.path, m.log) {
+		var peaks []peak
+		peaks, m.newer = loadRecord(m.path, m.log)
+		for _, p := range peaks {
 			if p.Engine == m.engine {
 				m.learn(memKey(p.Engine, p.Source), p.Class, p.Bytes)
 			}
@@ -169,6 +172,11 @@ func NewMemory(c MemoryConfig) *Memory {
 	}
 	return m
 }
+
+// Newer is the *format.NewerError of a record a newer release wrote,
+// nil when there is none: the Run goes on without it, and Save leaves
+// it as it is.
+func (m *Memory) Newer() error { return m.newer }
 
 // Budget is the memory the running units may use together, bytes; 0:
 // none (Admit then need not be called).

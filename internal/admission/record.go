@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/format"
 	"github.com/tfisolate/tfisolate/internal/pathtrust"
 )
 
@@ -50,7 +51,8 @@ type record struct {
 	Peaks   []peak `json:"peaks"`
 }
 
-// recordVersion is the version save writes; load reads it and 1.
+// recordVersion is the version Save writes; loadRecord reads it and 1,
+// and refuses a newer one by name (internal/format).
 const recordVersion = 2
 
 type peak struct {
@@ -96,11 +98,14 @@ func (m *Memory) Save() {
 	m.mu.Lock()
 	seen, seenOK := maps.Clone(m.seen), maps.Clone(m.seenOK)
 	m.mu.Unlock()
-	if m.path == "" || len(seen) == 0 {
+	if m.path == "" || len(seen) == 0 || m.newer != nil {
 		return
 	}
 	now := time.Now().UTC()
-	peaks := loadRecord(m.path, m.log) // another process may have written since this Run began
+	peaks, newer := loadRecord(m.path, m.log) // another process may have written since this Run began
+	if newer != nil {
+		return // a newer release's record is never overwritten
+	}
 	for i := range peaks {
 		k := memKey(peaks[i].Engine, peaks[i].Source)
 		if v, ok := seen[k]; ok && peaks[i].Class == m.class {
@@ -125,36 +130,46 @@ func (m *Memory) Save() {
 
 // loadRecord reads the record at path; one someone else wrote (or
 // could have) is not believed (DESIGN invariant 12): it only steers
-// scheduling, so it is ignored with a warning, never an error.
-func loadRecord(path string, log *slog.Logger) []peak {
+// scheduling, so it is ignored with a warning, never an error. A record
+// of a newer release is read as none, and its *format.NewerError
+// returned: the caller must not overwrite it (invariant 22).
+func loadRecord(path string, log *slog.Logger) ([]peak, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
 		log.Warn("cannot read the units' peak memory", "file", path, "err", err)
-		return nil
+		return nil, nil
 	}
 	uid, _, owned := pathtrust.Owner(fi)
 	euid := pathtrust.Geteuid()
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 || (owned && uid != euid && uid != 0) {
 		log.Warn("ignoring the units' peak memory: not a private file of this user", "file", path, "mode", fi.Mode().String())
-		return nil
+		return nil, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		log.Warn("cannot read the units' peak memory", "file", path, "err", err)
-		return nil
+		return nil, nil
+	}
+	if _, err := format.Read(path, b, recordVersion); err != nil {
+		if errors.Is(err, format.ErrNewer) {
+			log.Warn("the units' peak memory is a newer release's record; going on without it, leaving it as it is", "err", err)
+			return nil, err
+		}
+		log.Warn("ignoring the units' peak memory: not a record", "file", path, "err", err)
+		return nil, nil
 	}
 	var rec record
-	if err := json.Unmarshal(b, &rec); err != nil || rec.Version < 1 || rec.Version > recordVersion {
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Version < 1 {
 		log.Warn("ignoring the units' peak memory: not a record of this version", "file", path)
-		return nil
+		return nil, nil
 	}
 	if rec.Version == 1 {
 		for i := range rec.Peaks {
 			rec.Peaks[i].Class = classUnknown
 		}
 	}
-	return slices.DeleteFunc(rec.Peaks, func(p peak) bool { return p.Bytes <= 0 || p.Source == "" })
+	return slices.DeleteFunc(rec.Peaks, func(p peak) bool { return p.Bytes <= 0 || p.Source == "" }), nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfisolate/tfisolate/internal/format"
 )
 
 // The record's high-water mark: raised at once, lowered only by a Run
@@ -31,12 +33,72 @@ func TestMemoryRecordMustBePrivate(t *testing.T) {
 	rec := `{"version":1,"peaks":[{"engine":"terraform","source":"/src/big","bytes":1234}]}`
 	require.NoError(t, os.WriteFile(path, []byte(rec), 0o600))
 	log := slog.New(slog.DiscardHandler)
-	require.Equal(t, []peak{{Engine: "terraform", Source: "/src/big", Bytes: 1234}}, loadRecord(path, log))
+	load := func() []peak {
+		peaks, err := loadRecord(path, log)
+		require.NoError(t, err)
+		return peaks
+	}
+	require.Equal(t, []peak{{Engine: "terraform", Source: "/src/big", Bytes: 1234}}, load())
 	require.NoError(t, os.Chmod(path, 0o620))
-	require.Empty(t, loadRecord(path, log), "a group-writable record is ignored")
+	require.Empty(t, load(), "a group-writable record is ignored")
 	require.NoError(t, os.Chmod(path, 0o600))
-	require.NoError(t, os.WriteFile(path, []byte(`{"version":7}`), 0o600))
-	require.Empty(t, loadRecord(path, log), "another version's record is ignored")
+	require.NoError(t, os.WriteFile(path, []byte(`{"version":0}`), 0o600))
+	require.Empty(t, load(), "a record of no version is ignored")
+}
+
+// TestMemoryGoldenRecords: the memory records earlier releases wrote
+// (internal/format/testdata: 12ea26b's version 1, 9ece32c's version 2)
+// are read by this release, a version 1 record's peaks as of unknown
+// class.
+func TestMemoryGoldenRecords(t *testing.T) {
+	for dir, classes := range map[string][]Class{"12ea26b": {classUnknown, classUnknown}, "9ece32c": {ClassApply, ClassPlan, ClassRead}} {
+		b, err := os.ReadFile(filepath.Join("..", "format", "testdata", dir, "root", ".memory.json"))
+		require.NoError(t, err)
+		path := filepath.Join(t.TempDir(), ".memory.json")
+		require.NoError(t, os.WriteFile(path, b, 0o600))
+		peaks, err := loadRecord(path, slog.New(slog.DiscardHandler))
+		require.NoError(t, err, dir)
+		var got []Class
+		for _, p := range peaks {
+			require.Equal(t, "terraform", p.Engine)
+			require.Positive(t, p.Bytes)
+			got = append(got, p.Class)
+		}
+		require.Equal(t, classes, got, dir)
+	}
+}
+
+// TestMemoryNewerRecordNeverOverwritten: a record of a newer release
+// (its version above this release's, fields this release does not know)
+// is refused by name (Newer: a *format.NewerError), steers nothing, and
+// is left byte for byte as it was by a Run that measured peaks: the
+// record is read as none, never replaced by this release's.
+func TestMemoryNewerRecordNeverOverwritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".memory.json")
+	newer := []byte(`{"version":3,"peaks":[{"engine":"terraform","source":"/src/big","class":"apply","bytes":{"rss":900}}],"decay":"x"}` + "\n")
+	require.NoError(t, os.WriteFile(path, newer, 0o600))
+	m := NewMemory(MemoryConfig{Budget: -1, Record: path, Engine: "terraform", Class: ClassApply, Units: []Unit{{Source: "/src/big"}}})
+	require.ErrorIs(t, m.Newer(), format.ErrNewer)
+	require.EqualError(t, m.Newer(), path+": written by a newer release: format 3; this release reads up to 2; upgrade this job")
+	_, known := m.expected(0, memKey("terraform", "/src/big"))
+	require.False(t, known, "a newer record steers nothing")
+	key := memKey("terraform", "/src/big")
+	m.seen[key], m.seenOK[key] = 56<<20, 56<<20
+	m.Save()
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, string(newer), string(got), "the newer record was left as it was")
+
+	// Written by a newer release while this Run ran: still left alone.
+	require.NoError(t, os.WriteFile(path, []byte(`{"version":2,"peaks":[]}`), 0o600))
+	m = NewMemory(MemoryConfig{Budget: -1, Record: path, Engine: "terraform", Class: ClassApply, Units: []Unit{{Source: "/src/big"}}})
+	require.NoError(t, m.Newer())
+	require.NoError(t, os.WriteFile(path, newer, 0o600))
+	m.seen[key], m.seenOK[key] = 56<<20, 56<<20
+	m.Save()
+	got, err = os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, string(newer), string(got), "a newer record written during the Run was left as it was")
 }
 
 // Admission takes the Run's class, else the heaviest known class (an

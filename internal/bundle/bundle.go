@@ -14,9 +14,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/format"
 )
 
 // The members of a bundle.
@@ -28,9 +31,20 @@ const (
 )
 
 const (
-	// Format names this version of the bundle format in its manifest.
-	Format = "tfisolate-plan-bundle/1"
-	ext    = ".tfplan-bundle"
+	// Version is the bundle format this release writes, and the newest
+	// it reads. Version 2 covers the backend type and the record's parts
+	// (a digest per named input) with its digest; version 1 bundles were
+	// written under one name in three shapes (without either, with the
+	// backend, with both), so a reader cannot tell which its digest
+	// covered and refuses them by name (Read). Any change to what the
+	// manifest holds or its digest covers, the record's fields included,
+	// bumps it (TestContent here, runner's TestPlanMetaFieldsPinned).
+	Version = 2
+	// Format names Version in a manifest.
+	Format = formatPrefix + "2"
+
+	formatPrefix = "tfisolate-plan-bundle/"
+	ext          = ".tfplan-bundle"
 
 	// maxBytes bounds what Read reads: a bundle is refused past it rather
 	// than read into memory without end.
@@ -72,8 +86,8 @@ type Manifest[R Record] struct {
 }
 
 // content is what the digest and the MAC cover. Backend is left out
-// when empty, so an older export's bundle still matches its digest and
-// is refused for what it lacks, by name.
+// when empty, so a manifest altered to record none still matches its
+// digest and is refused for what it lacks, by name.
 func (m *Manifest[R]) content() []byte {
 	b, _ := json.Marshal(struct {
 		Format  string            `json:"format"`
@@ -150,9 +164,27 @@ type RefusedError struct {
 	// LocalState: the bundle's record says the unit's state is in the
 	// local backend of the machine that planned.
 	LocalState bool
+	// Err is the *format.NewerError of a bundle a newer release wrote;
+	// nil otherwise.
+	Err error
 }
 
 func (e *RefusedError) Error() string { return e.Path + ": " + e.Reason }
+
+// Unwrap is Err: errors.Is(err, format.ErrNewer) holds for a bundle of a
+// newer release.
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// versionOf is the format version a manifest's format names; false when
+// it is not a plan bundle's.
+func versionOf(name string) (int, bool) {
+	n, ok := strings.CutPrefix(name, formatPrefix)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.Atoi(n)
+	return v, err == nil && v >= 1 && strconv.Itoa(v) == n
+}
 
 // Read reads and checks the bundle at path for unit: its form, its
 // members against its digest, its MAC when key is not nil, its backend,
@@ -199,14 +231,30 @@ func Read[R Record](path, unit string, key []byte) (*Manifest[R], map[string][]b
 		}
 		members[h.Name] = data
 	}
+	// The format first, read alone: a newer release's manifest may not
+	// even decode as this one's.
+	var named struct {
+		Format string `json:"format"`
+	}
+	if err := json.Unmarshal(members[ManifestMember], &named); err != nil {
+		return nil, nil, refuse("no readable manifest: %v", err)
+	}
+	switch v, ok := versionOf(named.Format); {
+	case !ok:
+		return nil, nil, refuse("format %q is not a plan bundle's (want %q)", named.Format, Format)
+	case v > Version:
+		newer := &format.NewerError{Record: path, Have: v, Reads: Version}
+		return nil, nil, &RefusedError{Path: path, Reason: newer.Why(), Err: newer}
+	case v < Version:
+		return nil, nil, refuse("written by an older release: format %d; this release reads format %d only, whose digest "+
+			"covers the backend and each input: export the plan again with this release", v, Version)
+	}
 	var m Manifest[R]
 	if err := json.Unmarshal(members[ManifestMember], &m); err != nil {
 		return nil, nil, refuse("no readable manifest: %v", err)
 	}
 	delete(members, ManifestMember)
 	switch {
-	case m.Format != Format:
-		return nil, nil, refuse("format %q, want %q", m.Format, Format)
 	case m.Digest != sha256Hex(m.content()):
 		return nil, nil, refuse("the manifest does not match its digest (damaged or altered)")
 	case m.Unit != unit:
@@ -224,8 +272,8 @@ func Read[R Record](path, unit string, key []byte) (*Manifest[R], map[string][]b
 	}
 	switch m.Backend {
 	case "":
-		return nil, nil, refuse("it records no backend (an older ExportPlan's bundle, or altered): its state may be local to the " +
-			"machine that planned; export the plan again with this version")
+		return nil, nil, refuse("it records no backend (altered?): its state may be local to the " +
+			"machine that planned; export the plan again")
 	case "local":
 		return nil, nil, &RefusedError{Path: path, LocalState: true,
 			Reason: "it says its state is in the local backend of the machine that planned (altered?)"}

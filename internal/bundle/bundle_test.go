@@ -93,6 +93,13 @@ func writeRaw(t *testing.T, p string, m *Manifest[record], entries ...entry) {
 	t.Helper()
 	mb, err := json.Marshal(m)
 	require.NoError(t, err)
+	writeRawManifest(t, p, mb, entries...)
+}
+
+// writeRawManifest writes the manifest mb, as it is, and entries at p.
+func writeRawManifest(t *testing.T, p string, mb []byte, entries ...entry) {
+	t.Helper()
+	var err error
 	var out bytes.Buffer
 	tw := tar.NewWriter(&out)
 	for _, e := range append([]entry{{name: ManifestMember, data: mb}}, entries...) {
@@ -268,10 +275,22 @@ func TestRefused(t *testing.T) {
 		}, want: "larger than 1073741824 bytes"},
 		{name: "another format", alter: func(t *testing.T, p string) {
 			m, entries := readRaw(t, p)
-			m.Format = "tfisolate-plan-bundle/2"
+			m.Format = "tfisolate-state/2"
 			reseal(m)
 			writeRaw(t, p, m, entries...)
-		}, want: `format "tfisolate-plan-bundle/2", want "tfisolate-plan-bundle/1"`},
+		}, want: `format "tfisolate-state/2" is not a plan bundle's (want "tfisolate-plan-bundle/2")`},
+		{name: "a format version spelled oddly", alter: func(t *testing.T, p string) {
+			m, entries := readRaw(t, p)
+			m.Format = "tfisolate-plan-bundle/02"
+			reseal(m)
+			writeRaw(t, p, m, entries...)
+		}, want: `format "tfisolate-plan-bundle/02" is not a plan bundle's`},
+		{name: "an older format", alter: func(t *testing.T, p string) {
+			m, entries := readRaw(t, p)
+			m.Format = "tfisolate-plan-bundle/1"
+			reseal(m)
+			writeRaw(t, p, m, entries...)
+		}, want: "written by an older release: format 1; this release reads format 2 only"},
 		{name: "manifest altered", alter: func(t *testing.T, p string) {
 			m, entries := readRaw(t, p)
 			m.Record.Args = "other args"
@@ -283,7 +302,7 @@ func TestRefused(t *testing.T) {
 			m.Backend = ""
 			reseal(m)
 			writeRaw(t, p, m, entries...)
-		}, want: "it records no backend (an older ExportPlan's bundle, or altered)"},
+		}, want: "it records no backend (altered?)"},
 		{name: "local backend recorded", alter: func(t *testing.T, p string) {
 			m, entries := readRaw(t, p)
 			m.Backend = "local"
@@ -368,11 +387,11 @@ func TestNotCovered(t *testing.T) {
 func TestContent(t *testing.T) {
 	m := &Manifest[record]{Format: Format, Unit: "stack/item", Record: record{Plan: "p", Lock: "l", Args: "<a&b>"}, Backend: "http",
 		Files: map[string]string{PlanMember: "1", LockMember: "2"}, Digest: "ignored", MAC: "ignored", Made: time.Unix(1, 0), Host: "h"}
-	require.Equal(t, `{"format":"tfisolate-plan-bundle/1","unit":"stack/item","meta":{"plan":"p","lock_file":"l","args":"\u003ca\u0026b\u003e"},`+
+	require.Equal(t, `{"format":"tfisolate-plan-bundle/2","unit":"stack/item","meta":{"plan":"p","lock_file":"l","args":"\u003ca\u0026b\u003e"},`+
 		`"backend":"http","files":{"lock.hcl":"2","plan.tfplan":"1"}}`, string(m.content()))
 	m.Backend = ""
-	require.Equal(t, `{"format":"tfisolate-plan-bundle/1","unit":"stack/item","meta":{"plan":"p","lock_file":"l","args":"\u003ca\u0026b\u003e"},`+
+	require.Equal(t, `{"format":"tfisolate-plan-bundle/2","unit":"stack/item","meta":{"plan":"p","lock_file":"l","args":"\u003ca\u0026b\u003e"},`+
 		`"files":{"lock.hcl":"2","plan.tfplan":"1"}}`, string(m.content()))
 	// openssl dgst -sha256 -hmac fleet-bundle-key of the content above.
-	require.Equal(t, "c1c1e93ea72b8ec108b9c3982364a05ef9666dfb095c2a7dadad8cadd9bfbaec", mac(testKey, m.content()))
+	require.Equal(t, "083f6045640f7d5e023cfd0ea003aef4c660065c7c38ec4eebc097e8aac242a4", mac(testKey, m.content()))
 }

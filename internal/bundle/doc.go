@@ -20,14 +20,23 @@
 //   - Write writes the bundle 0600 (it holds what terraform's plan holds,
 //     sensitive values included), atomically (a reader sees the old file
 //     or the whole new one), creating its dir 0700.
+//   - The manifest names its format, tfisolate-plan-bundle/Version (2),
+//     bumped whenever what the manifest holds or its digest covers
+//     changes (the runner's record included). Read refuses a newer
+//     format by name, first, whatever the rest of the manifest holds: a
+//     *RefusedError wrapping a *format.NewerError ("written by a newer
+//     release: format N; this release reads up to 2; upgrade this job"),
+//     never "damaged or altered". Version 1 bundles (earlier releases',
+//     in three shapes under one name) are refused by name as an older
+//     release's: export the plan again.
 //   - The digest (sha256) and the MAC (HMAC-SHA256 with the host's key)
 //     cover the format, the unit, the record, the backend type and each
 //     member's sha256; not when or where the bundle was made. A manifest
-//     without a backend type (an older export's) still matches its digest,
-//     so Read refuses it for what it lacks, by name.
+//     altered to record no backend type still matches its digest, so Read
+//     refuses it for what it lacks, by name.
 //   - Read reads at most 1 GiB and believes nothing before it has checked
 //     it: a regular file, a tar of known members only, each once, the
-//     manifest's format, its digest, the unit it is for, its MAC, its
+//     manifest's format version, its digest, the unit it is for, its MAC, its
 //     backend type, and every member against the manifest, the plan and
 //     lock members against the record. Anything else is a *RefusedError
 //     naming the bundle and what is wrong.

@@ -38,6 +38,10 @@
 //     terraform, or no sign of life, left no lock.
 //   - SweepOutputs removes only files of the engine output dir that no
 //     crashed run names.
+//   - The journal names its format version; a journal of a newer
+//     release is refused by name (a *format.NewerError) and never
+//     rewritten: what it proves this release cannot read. One that names
+//     no version is an earlier release's, read as this one's.
 //
 // Callers hold the instance lock for every call: the journal is neither
 // read nor written concurrently.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/format"
 	"github.com/tfisolate/tfisolate/internal/inplace"
 )
 
@@ -95,6 +96,9 @@ func (e *Engine) lastAlive() time.Time {
 
 // journal is the file's content.
 type journal struct {
+	// Version is the journal's format (internal/format): version, as
+	// written; 1 (none named) in earlier releases'.
+	Version int   `json:"version,omitempty"`
 	Current *Run  `json:"current,omitempty"`
 	Crashed []Run `json:"crashed,omitempty"`
 }
@@ -113,6 +117,11 @@ func Begin(dataDir, command string, now time.Time) ([]Run, error) {
 	p := filepath.Join(dataDir, name)
 	var j journal
 	if b, err := os.ReadFile(p); err == nil {
+		// A newer release's journal may prove what this one cannot read:
+		// refused by name, never rewritten as this release's.
+		if _, err := format.Read(p, b, version); errors.Is(err, format.ErrNewer) {
+			return nil, err
+		}
 		_ = json.Unmarshal(b, &j) // an unreadable journal proves nothing
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -220,9 +229,17 @@ func read(p string) (journal, error) {
 	if err != nil {
 		return j, err
 	}
+	if _, err := format.Read(p, b, version); err != nil {
+		return j, err
+	}
 	err = json.Unmarshal(b, &j)
 	return j, err
 }
+
+// version is the journal format this release writes and the newest it
+// reads: 2, the first to name its version (1: every earlier release's,
+// the same fields).
+const version = 2
 
 // minSize is the size a journal is created with, so that records of any
 // usual length are rewritten in place without growing it.
@@ -238,6 +255,7 @@ const minSize = 1024
 // Readers hold the instance lock, as the writer does, so none sees a
 // write in progress.
 func write(p string, j journal, durable bool) error {
+	j.Version = version
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err

@@ -56,7 +56,9 @@
 //     or naming another key -- makes the entry damaged: it is moved out
 //     of the way in one rename and refilled under the key's lock, never
 //     handed out. A SHA-256 collision of two keys therefore cannot mix
-//     their trees.
+//     their trees. A manifest a newer release wrote (a version above
+//     this one's) is refused by name (a *format.NewerError), never
+//     refilled over.
 //
 //   - Replace puts a freshly filled tree in place of a key's entry (an
 //     upgrade fetched a newer set), under the same flock and with the

@@ -2,14 +2,19 @@ package modstore
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
+	"github.com/tfisolate/tfisolate/internal/format"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
-// manifestVersion is the format of manifest.json; an entry with any other
-// version is treated as damaged and refilled, never guessed at.
+// manifestVersion is the format of manifest.json; an entry with an older
+// version is treated as damaged and refilled, never guessed at; one of a
+// newer release is refused by name (a *format.NewerError) and left as it
+// is: refilling it would replace the newer release's entry with this
+// one's.
 const manifestVersion = 1
 
 // manifest is an entry's record of what was stored: the key it belongs to
@@ -63,6 +68,9 @@ func verify(dir string, rec []record, full bool) (now []record, changes treesum.
 func readManifest(path string) (*manifest, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := format.Read(path, b, manifestVersion); errors.Is(err, format.ErrNewer) {
 		return nil, err
 	}
 	var m manifest

@@ -93,7 +93,8 @@ func TestReadManifestRefusesBadRecords(t *testing.T) {
 	}{
 		{"ok", `{"version":1,"key":"k","files":[{"path":"a","mode":420,"size":1,"sha256":"` + sum + `"}]}`, ""},
 		{"not json", `{`, "unexpected end"},
-		{"other version", `{"version":2,"key":"k"}`, "version 2"},
+		{"older version", `{"version":0,"key":"k"}`, "has version 0, want 1"},
+		{"newer version", `{"version":2,"key":"k"}`, "written by a newer release: format 2; this release reads up to 1"},
 		{"file without hash", `{"version":1,"key":"k","files":[{"path":"a","mode":420}]}`, "a has no SHA-256"},
 		{"unsorted", `{"version":1,"key":"k","files":[{"path":"b","mode":2147484141},{"path":"a","mode":2147484141}]}`, "not sorted"},
 		{"duplicate", `{"version":1,"key":"k","files":[{"path":"a","mode":2147484141},{"path":"a","mode":2147484141}]}`, "not sorted and unique"},

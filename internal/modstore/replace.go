@@ -54,6 +54,9 @@ func (s *Store) Replace(ctx context.Context, key string, keep func(dir string) (
 	if c.state == entryStale {
 		c = s.check(h, key, true)
 	}
+	if c.err != nil {
+		return "", false, fmt.Errorf("modstore: replace %s: %w", keyName(key), c.err)
+	}
 	if keep != nil && c.state == entryOK {
 		ok, err := keep(s.treePath(h))
 		if err != nil {

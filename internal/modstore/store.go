@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/flight"
+	"github.com/tfisolate/tfisolate/internal/format"
 	"github.com/tfisolate/tfisolate/internal/pathtrust"
 	"github.com/tfisolate/tfisolate/internal/store"
 	"github.com/tfisolate/tfisolate/internal/treesum"
@@ -227,6 +228,9 @@ func (s *Store) getHeld(ctx context.Context, key, h string, fill func(context.Co
 		// the content decides.
 		c = s.check(h, key, true)
 	}
+	if c.err != nil {
+		return result{}, fmt.Errorf("modstore: %s: %w", keyName(key), c.err)
+	}
 	if c.state == entryOK {
 		if c.stale {
 			s.restamp(h, c)
@@ -411,6 +415,7 @@ type checked struct {
 	stale bool      // entryOK from a full check whose stamps differ
 	m     *manifest // the manifest, when readable
 	now   []record  // what is there now, when scanned
+	err   error     // a newer release's entry: refused, never refilled
 }
 
 // check compares the entry of key with its manifest: cheaply (paths,
@@ -435,6 +440,9 @@ func (s *Store) check(h, key string, full bool) checked {
 		return checked{state: entryDamaged, why: why}
 	}
 	m, err := readManifest(filepath.Join(entry, manifestName))
+	if errors.Is(err, format.ErrNewer) {
+		return checked{state: entryDamaged, why: err.Error(), err: err}
+	}
 	if err != nil {
 		return checked{state: entryDamaged, why: "its manifest is missing or unreadable: " + err.Error()}
 	}
