@@ -97,7 +97,7 @@ func (m planMeta) LockSHA256() string { return m.LockFile }
 // exportPlan writes the unit's saved plan as a bundle.
 func (x *unitRun) exportPlan() error {
 	_, file, jsonFile, metaFile := x.planPaths()
-	b, err := os.ReadFile(metaFile)
+	b, err := atomicfile.ReadFile(metaFile, atomicfile.Record)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: run SavePlan first (%s)", ErrNoPlan, metaFile)
 	}
@@ -226,7 +226,7 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 			return stepOutcome{}, fmt.Errorf("remove old saved plan: %w", err)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirPrivate(dir); err != nil {
 		return stepOutcome{}, fmt.Errorf("saved plan dir: %w", err)
 	}
 	lock := filepath.Join(x.dir, lockFileName)
@@ -255,7 +255,7 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 	}
 	// The record last: until it is there, ApplyPlan finds no plan.
 	b, _ := json.MarshalIndent(saved, "", "  ")
-	if err := atomicfile.WriteFile(metaFile, b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(metaFile, b, atomicfile.Record); err != nil {
 		return stepOutcome{}, fmt.Errorf("import plan of %s: %w", x.id, err)
 	}
 	var out stepOutcome

@@ -42,7 +42,7 @@ func (x *unitRun) inputsDigest() string {
 // unchanged reports whether the unit's inputs are those of its last
 // successful apply.
 func (x *unitRun) unchanged(inputs string) bool {
-	b, err := os.ReadFile(filepath.Join(x.w.DataDir, appliedName))
+	b, err := atomicfile.ReadFile(filepath.Join(x.w.DataDir, appliedName), atomicfile.Record)
 	if err != nil {
 		return false
 	}
@@ -63,7 +63,7 @@ const appliedSize = 512
 func (x *unitRun) recordApplied(inputs string) error {
 	p := filepath.Join(x.w.DataDir, appliedName)
 	b, _ := json.Marshal(appliedRecord{Inputs: inputs})
-	return inplace.WriteFile(p, b, 0o644, appliedSize, true)
+	return inplace.WriteFile(p, b, atomicfile.Record, appliedSize, true)
 }
 
 // forgetApplied makes the applied record say no apply is known, synced,
@@ -81,7 +81,7 @@ func (x *unitRun) forgetApplied() error {
 	if err == nil && json.Unmarshal(b, &rec) == nil && rec.Inputs == "" {
 		return nil
 	}
-	if ok, err := inplace.Rewrite(p, []byte("{}"), true); ok || err != nil {
+	if ok, err := inplace.Rewrite(p, []byte("{}"), atomicfile.Record, true); ok || err != nil {
 		return err
 	}
 	// Not rewritable in place (a link, say): removed, and the removal

@@ -115,7 +115,7 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) (
 		return false, err
 	}
 	b, _ := json.Marshal(now)
-	if err := atomicfile.WriteFile(recPath, b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(recPath, b, atomicfile.Record); err != nil {
 		return false, fmt.Errorf("write init record: %w", err)
 	}
 	return false, nil
@@ -145,7 +145,7 @@ func (x *unitRun) planInit(manifest string, force bool) (initPlan, error) {
 	p := initPlan{files: files, now: initRecord{Backend: backend, Fingerprint: x.initFingerprint(manifest, backend, files, ps)},
 		recPath: filepath.Join(x.w.DataDir, initRecordName)}
 	p.now.Parts = ps.Sums()
-	if b, err := os.ReadFile(p.recPath); err == nil {
+	if b, err := atomicfile.ReadFile(p.recPath, atomicfile.Record); err == nil {
 		var r initRecord
 		if json.Unmarshal(b, &r) == nil {
 			p.prev = &r

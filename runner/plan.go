@@ -96,7 +96,7 @@ func (x *unitRun) writeRedacted(doc []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(x.redactedPath(), redacted, 0o644); err != nil {
+	if err := atomicfile.WriteFile(x.redactedPath(), redacted, atomicfile.Record); err != nil {
 		return fmt.Errorf("write %s: %w", x.redactedPath(), err)
 	}
 	return nil
@@ -112,7 +112,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) (out stepOutcome, 
 			return out, fmt.Errorf("remove old saved plan: %w", err)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirPrivate(dir); err != nil {
 		return out, fmt.Errorf("saved plan dir: %w", err)
 	}
 	tmp := file + ".tmp"
@@ -137,7 +137,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) (out stepOutcome, 
 	if err != nil {
 		return out, err
 	}
-	if err := atomicfile.WriteFile(jsonFile, show.Stdout, 0o600); err != nil {
+	if err := atomicfile.WriteFile(jsonFile, show.Stdout, atomicfile.Record); err != nil {
 		return out, fmt.Errorf("write %s: %w", jsonFile, err)
 	}
 	if err := x.writeRedacted(show.Stdout); err != nil {
@@ -150,7 +150,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) (out stepOutcome, 
 		return out, err
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := atomicfile.WriteFile(metaFile, b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(metaFile, b, atomicfile.Record); err != nil {
 		return out, fmt.Errorf("write %s: %w", metaFile, err)
 	}
 	x.out.note(fmt.Sprintf("plan saved: %d to add, %d to change, %d to destroy, %d to import", sum.Add, sum.Change, sum.Destroy, sum.Import))
@@ -192,7 +192,7 @@ func (x *unitRun) planMade() planMeta {
 // providers step has written it, right before the apply.
 func (x *unitRun) checkSavedPlan(destroy, checkLock bool) (planMeta, error) {
 	_, file, _, metaFile := x.planPaths()
-	b, err := os.ReadFile(metaFile)
+	b, err := atomicfile.ReadFile(metaFile, atomicfile.Record)
 	if errors.Is(err, os.ErrNotExist) {
 		return planMeta{}, fmt.Errorf("%w: run SavePlan first (%s)", ErrNoPlan, metaFile)
 	}
@@ -216,7 +216,7 @@ func (x *unitRun) checkSavedPlan(destroy, checkLock bool) (planMeta, error) {
 	if why := staleness(saved, now, destroy); why != "" {
 		return planMeta{}, fmt.Errorf("%w: %s; run SavePlan again", ErrStalePlan, why)
 	}
-	if b, err := os.ReadFile(x.applyingPath()); err == nil {
+	if b, err := atomicfile.ReadFile(x.applyingPath(), atomicfile.Record); err == nil {
 		var a planApplying
 		if json.Unmarshal(b, &a) != nil || a.Plan == saved.Plan {
 			return planMeta{}, fmt.Errorf("%w: an earlier apply of this plan (pid %d on %s, started %s) never finished "+
@@ -247,7 +247,7 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) (out stepOutcome,
 	}
 	host, _ := os.Hostname()
 	mark, _ := json.Marshal(planApplying{Plan: saved.Plan, PID: os.Getpid(), Host: host, Started: time.Now().UTC()})
-	if err := atomicfile.WriteFile(x.applyingPath(), mark, 0o644); err != nil {
+	if err := atomicfile.WriteFile(x.applyingPath(), mark, atomicfile.Record); err != nil {
 		return out, fmt.Errorf("record the apply of the saved plan: %w", err)
 	}
 	r, err := x.run(ctx, PhaseApply, "apply", func(lt string) tfcmd.Cmd { return x.u.Args.applyPlanCmd(lt, file) })
