@@ -401,6 +401,9 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}
 	home := filepath.Join(m.root, id)
+	if err := narrowHome(home); err != nil {
+		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
+	}
 	dir := filepath.Join(home, srcDir, filepath.FromSlash(st.Component))
 	b, _ := modtree.ReadBackend(dir, nil, c.rule) // the workdir's copy, generated files included; unreadable: terraform reports it
 	if err := m.sourceState(ctx, id, s.Stack, s.Instance, home, dir, c.source, b, s.AdoptState); err != nil {
