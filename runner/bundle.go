@@ -216,7 +216,7 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 	saved := m.Record
 	now := x.planMade()
 	now.Destroy, now.Plan, now.LockFile = saved.Destroy, saved.Plan, saved.LockFile
-	if why := staleness(saved, now, saved.Destroy); why != "" {
+	if why := x.staleAgainst(saved, now, saved.Destroy); why != "" {
 		return stepOutcome{}, fmt.Errorf("%w: the bundle %s (made on %s at %s) does not match this workdir: %s",
 			ErrStalePlan, src, m.Host, m.Made.Format(time.RFC3339), why)
 	}

@@ -50,9 +50,24 @@ type planApplying struct {
 	Started time.Time `json:"started"`
 }
 
+// planMetaVersion is planMeta's format. Version 2 names the workspace
+// and the component's files a plan was made from, so that a stale
+// plan's error names them; a record without a version (1) names
+// neither, and is still read. A newer version is refused by name.
+const planMetaVersion = 2
+
+// The parts of a plan's record (planMeta.Parts) that staleness says more
+// about than their names: the component's files (which ones) and the
+// workspace (which ones).
+const (
+	componentFilesPart = "the component's files"
+	workspacePart      = "workspace"
+)
+
 // planMeta records what a saved plan was made from, so that ApplyPlan
 // can refuse a plan that no longer matches the workdir.
 type planMeta struct {
+	Version  int       `json:"version,omitempty"`
 	Digest   string    `json:"digest"`    // workdir.Workdir.Digest: source set and generated files
 	LockFile string    `json:"lock_file"` // sha256 of .terraform.lock.hcl, "" when none
 	Engine   string    `json:"engine"`    // kind and version of the terraform that planned
@@ -66,6 +81,15 @@ type planMeta struct {
 	// older version has none (and a bundle of one: omitempty keeps its
 	// manifest's digest).
 	Parts map[string]string `json:"parts,omitempty"`
+	// Workspace is the workspace the plan was made in (a name, never a
+	// secret), so a plan refused for another names both.
+	Workspace string `json:"workspace,omitempty"`
+	// Files are the files the plan's workdir materialized from the
+	// component's source (workdir.Workdir.SourceFiles: path from the
+	// component to a digest of content and mode), so a plan refused for
+	// changed component files names them. None where the workdir could
+	// not say (a home an older release built, until its next Prepare).
+	Files map[string]string `json:"files,omitempty"`
 }
 
 func (x *unitRun) applyingPath() string {
@@ -149,6 +173,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) (out stepOutcome, 
 	if err != nil {
 		return out, err
 	}
+	m.Files = x.w.SourceFiles()
 	b, _ := json.MarshalIndent(m, "", "  ")
 	if err := atomicfile.WriteFile(metaFile, b, atomicfile.Record); err != nil {
 		return out, fmt.Errorf("write %s: %w", metaFile, err)
@@ -177,12 +202,27 @@ func (x *unitRun) planMade() planMeta {
 	p := fingerprint.Parts{}
 	// The workdir's digest, per part: what the source decides, and each
 	// generated file (the names the spec gives them).
-	p.Add("the component's files", []byte(x.w.SourceDigest))
+	p.Add(componentFilesPart, []byte(x.w.SourceDigest))
 	for name, data := range x.generated {
 		p.Add("generated file "+name, data)
 	}
-	return planMeta{Digest: x.w.Digest, Engine: fingerprint.EngineID(x.rs.eng),
-		Args: planArgsDigest(x.u, p), Inputs: x.planInputs(p), Parts: p.Sums()}
+	return planMeta{Version: planMetaVersion, Digest: x.w.Digest, Engine: fingerprint.EngineID(x.rs.eng),
+		Args: planArgsDigest(x.u, p), Inputs: x.planInputs(p), Parts: p.Sums(), Workspace: x.workspaceName()}
+}
+
+// staleAgainst is staleness of the record saved against now, a record of
+// this unit made now, with now's files read (workdir.Workdir.SourceFiles)
+// only where the component's files changed, so that the error names
+// them: an unchanged plan costs no read of them. A record of a newer
+// version than this release reads is refused by name.
+func (x *unitRun) staleAgainst(saved, now planMeta, wantDestroy bool) string {
+	if saved.Version > planMetaVersion {
+		return fmt.Sprintf("its record was written by a newer release (version %d; this one reads up to %d)", saved.Version, planMetaVersion)
+	}
+	if saved.Files != nil && saved.Parts[componentFilesPart] != now.Parts[componentFilesPart] {
+		now.Files = x.w.SourceFiles()
+	}
+	return staleness(saved, now, wantDestroy)
 }
 
 // checkSavedPlan refuses a saved plan that is missing or stale. The
@@ -213,7 +253,7 @@ func (x *unitRun) checkSavedPlan(destroy, checkLock bool) (planMeta, error) {
 	if !checkLock {
 		now.LockFile = saved.LockFile
 	}
-	if why := staleness(saved, now, destroy); why != "" {
+	if why := x.staleAgainst(saved, now, destroy); why != "" {
 		return planMeta{}, fmt.Errorf("%w: %s; run SavePlan again", ErrStalePlan, why)
 	}
 	if b, err := atomicfile.ReadFile(x.applyingPath(), atomicfile.Record); err == nil {
@@ -322,13 +362,31 @@ func staleness(saved, now planMeta, wantDestroy bool) string {
 		case len(names) == 0:
 			changed = append(changed, digests...) // no part tells: never say nothing
 		default:
-			changed = append(changed, names...)
+			for _, n := range names {
+				changed = append(changed, partChange(n, saved, now))
+			}
 		}
 	}
 	if len(changed) > 0 {
 		why = append(why, fmt.Sprintf("%s changed since it was saved at %s", strings.Join(changed, ", "), at))
 	}
 	return strings.Join(why, "; ")
+}
+
+// partChange is how staleness names the changed part n: by its name, but
+// the component's files, which also say which files (when both records
+// list them), and the workspace, which also says which ones (when the
+// record names it).
+func partChange(n string, saved, now planMeta) string {
+	switch {
+	case n == componentFilesPart && saved.Files != nil && now.Files != nil:
+		if files := fingerprint.ChangedFiles(saved.Files, now.Files); files != "" {
+			return n + " (" + files + ")"
+		}
+	case n == workspacePart && saved.Workspace != "" && now.Workspace != "":
+		return fmt.Sprintf("%s (%q, now %q)", n, saved.Workspace, now.Workspace)
+	}
+	return n
 }
 
 // planArgsDigest covers what a unit gives terraform's plan besides the
