@@ -98,6 +98,8 @@ type Spec struct {
 	// not named here is not followed (a module inside the component is
 	// copied with it all the same). The runner evaluates them from the
 	// unit's variables; a host that uses workdir alone sets them itself.
+	// The values are never written (the stamp keeps their digest): one
+	// may carry a credential.
 	ModuleSources map[string]string
 	// Repository is the directory the component's local module sources
 	// must stay in: a local call (the component's, or a local module's)
