@@ -122,10 +122,13 @@ func TestSensitiveSourceNeverRecorded(t *testing.T) {
 			return nil
 		}))
 		require.NotZero(t, grepped)
-		all := strings.Join(append(seen, out.String(), host.String()), "\n")
 		require.NotEmpty(t, host.String())
-		for _, tok := range tokens {
-			require.NotContains(t, all, tok, "the report, an event, an error, the output or the host's log")
+		for _, s := range append(seen, out.String(), host.String()) {
+			for _, tok := range tokens {
+				if strings.Contains(s, tok) {
+					t.Fatalf("the token is in a report, an event, an error, the output or the host's log:\n%s", s)
+				}
+			}
 		}
 
 		requirePrivateRecords(t, w.root, logDir)
