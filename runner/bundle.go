@@ -209,7 +209,7 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 	saved := m.Record
 	now := x.planMade()
 	now.Destroy, now.Plan, now.LockFile = saved.Destroy, saved.Plan, saved.LockFile
-	if why := staleness(saved, now, saved.Destroy); why != "" {
+	if why := x.staleAgainst(saved, now, saved.Destroy); why != "" {
 		return stepOutcome{}, fmt.Errorf("%w: the bundle %s (made on %s at %s) does not match this workdir: %s",
 			ErrStalePlan, src, m.Host, m.Made.Format(time.RFC3339), why)
 	}
@@ -219,7 +219,7 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 			return stepOutcome{}, fmt.Errorf("remove old saved plan: %w", err)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirPrivate(dir); err != nil {
 		return stepOutcome{}, fmt.Errorf("saved plan dir: %w", err)
 	}
 	lock := filepath.Join(x.dir, lockFileName)
@@ -248,7 +248,7 @@ func (x *unitRun) importPlan() (stepOutcome, error) {
 	}
 	// The record last: until it is there, ApplyPlan finds no plan.
 	b, _ := json.MarshalIndent(saved, "", "  ")
-	if err := atomicfile.WriteFile(metaFile, b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(metaFile, b, atomicfile.Record); err != nil {
 		return stepOutcome{}, fmt.Errorf("import plan of %s: %w", x.id, err)
 	}
 	var out stepOutcome

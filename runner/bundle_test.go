@@ -112,7 +112,7 @@ func TestPlanBundleAcrossMachines(t *testing.T) {
 		writeTree(t, changed.src, map[string]string{"extra.tf": `output "extra" { value = 1 }`})
 		rep, err = changed.runner.Run(testCtx(t), ImportPlan(artifacts, key), changed.units(t, srv)...)
 		require.ErrorIs(t, err, ErrStalePlan)
-		require.ErrorContains(t, err, "does not match this workdir: the component's files changed since it was saved")
+		require.ErrorContains(t, err, `does not match this workdir: the component's files (added "extra.tf") changed since it was saved`)
 		for _, res := range rep.Results {
 			require.ErrorIs(t, res.Err, ErrStalePlan, "%s", res.Unit)
 		}

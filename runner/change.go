@@ -67,7 +67,7 @@ const appliedSize = 512
 func (x *unitRun) recordApplied(inputs string) error {
 	p := filepath.Join(x.w.DataDir, appliedName)
 	b, _ := json.Marshal(appliedRecord{Version: appliedVersion, Inputs: inputs})
-	return inplace.WriteFile(p, b, 0o644, appliedSize, true)
+	return inplace.WriteFile(p, b, atomicfile.Record, appliedSize, true)
 }
 
 // forgetApplied makes the applied record say no apply is known, synced,
@@ -90,7 +90,7 @@ func (x *unitRun) forgetApplied() error {
 	if err == nil && json.Unmarshal(b, &rec) == nil && rec.Inputs == "" {
 		return nil
 	}
-	if ok, err := inplace.Rewrite(p, fmt.Appendf(nil, `{"version":%d}`, appliedVersion), true); ok || err != nil {
+	if ok, err := inplace.Rewrite(p, fmt.Appendf(nil, `{"version":%d}`, appliedVersion), atomicfile.Record, true); ok || err != nil {
 		return err
 	}
 	// Not rewritable in place (a link, say): removed, and the removal

@@ -104,7 +104,14 @@
 //     changed (ErrStalePlan) and never re-plans. The environment in that
 //     record is what the plan was made from (TF_VAR_*, TF_CLI_ARGS,
 //     TF_CLI_ARGS_plan, TF_CLI_ARGS_init), not what only later commands
-//     read (TF_CLI_ARGS_apply).
+//     read (TF_CLI_ARGS_apply). The refusal names what changed, never a
+//     value: the component's files by path (added, modified, removed;
+//     ten, then "and N more") and the workspace by both names.
+//   - records: every record the runner keeps in a data dir (init,
+//     applied, plan and applying records, the journal, the saved plan and
+//     its JSON renderings) is 0600 in 0700 dirs, a wider one an older
+//     release left narrowed as it is read or rewritten, and holds
+//     digests, names, paths and times, never a variable's value.
 //   - plan bundles: ExportPlan writes a saved plan as one checked file
 //     for another machine, ImportPlan makes it that machine's saved
 //     plan; no terraform runs. Only a unit whose state is in a backend

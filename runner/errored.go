@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/tfcmd"
 )
 
@@ -76,7 +77,7 @@ func (x *unitRun) keepErroredState(cmdErr error) error {
 	}
 	dir := filepath.Join(x.w.DataDir, erroredStateDir)
 	dst := filepath.Join(dir, "errored-"+time.Now().UTC().Format("20060102T150405.000000000Z")+".tfstate")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirPrivate(dir); err != nil {
 		return errors.Join(cmdErr, fmt.Errorf("keep %s: %w", src, err))
 	}
 	if err := os.Chmod(src, 0o600); err != nil {

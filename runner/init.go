@@ -118,7 +118,7 @@ func (x *unitRun) initialize(ctx context.Context, manifest string, force bool) (
 	}
 	now.Version = initRecordVersion
 	b, _ := json.Marshal(now)
-	if err := atomicfile.WriteFile(recPath, b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(recPath, b, atomicfile.Record); err != nil {
 		return false, fmt.Errorf("write init record: %w", err)
 	}
 	return false, nil

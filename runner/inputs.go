@@ -104,11 +104,7 @@ func planReadsEnv(k string) bool {
 // value may be a secret.
 func (x *unitRun) inputsFingerprint(counts func(string) bool, p fingerprint.Parts) string {
 	fp := fingerprint.NewWithParts(p)
-	ws := x.u.Workspace
-	if ws == "" {
-		ws = defaultWorkspace
-	}
-	fp.AddPart("workspace", "workspace", []byte(ws))
+	fp.AddPart("workspace", workspacePart, []byte(x.workspaceName()))
 	for _, bc := range x.u.Args.BackendConfig {
 		label := fmt.Sprintf("-backend-config %q", bc) // a file's path
 		if k, _, ok := strings.Cut(bc, "="); ok {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/pathtrust"
 )
 
@@ -37,7 +38,7 @@ func createLog(path, given string) (*os.File, error) {
 				}
 			}
 		}
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+	} else if err := atomicfile.MkdirPrivate(dir); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*") // O_EXCL, 0600

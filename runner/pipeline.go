@@ -324,10 +324,7 @@ func firstLine(err error) string {
 // data dir). An empty Workspace is terraform's "default": a unit once
 // run in another workspace must not stay in it.
 func (x *unitRun) workspace(ctx context.Context) error {
-	ws := x.u.Workspace
-	if ws == "" {
-		ws = defaultWorkspace
-	}
+	ws := x.workspaceName()
 	if currentWorkspace(x.w.DataDir) == ws {
 		return nil
 	}
@@ -343,6 +340,15 @@ func (x *unitRun) workspace(ctx context.Context) error {
 
 // defaultWorkspace is the workspace terraform uses when none is selected.
 const defaultWorkspace = "default"
+
+// workspaceName is the unit's workspace: an empty Workspace is
+// defaultWorkspace.
+func (x *unitRun) workspaceName() string {
+	if x.u.Workspace == "" {
+		return defaultWorkspace
+	}
+	return x.u.Workspace
+}
 
 // currentWorkspace reads the workspace terraform has selected in dataDir.
 func currentWorkspace(dataDir string) string {

@@ -52,6 +52,14 @@ type planApplying struct {
 	Started time.Time `json:"started"`
 }
 
+// The parts of a plan's record (planMeta.Parts) that staleness says more
+// about than their names: the component's files (which ones) and the
+// workspace (which ones).
+const (
+	componentFilesPart = "the component's files"
+	workspacePart      = "workspace"
+)
+
 // planMeta records what a saved plan was made from, so that ApplyPlan
 // can refuse a plan that no longer matches the workdir.
 type planMeta struct {
@@ -71,6 +79,15 @@ type planMeta struct {
 	// older version has none (and a bundle of one: omitempty keeps its
 	// manifest's digest).
 	Parts map[string]string `json:"parts,omitempty"`
+	// Workspace is the workspace the plan was made in (a name, never a
+	// secret), so a plan refused for another names both.
+	Workspace string `json:"workspace,omitempty"`
+	// Files are the files the plan's workdir materialized from the
+	// component's source (workdir.Workdir.SourceFiles: path from the
+	// component to a digest of content and mode), so a plan refused for
+	// changed component files names them. None where the workdir could
+	// not say (a home an older release built, until its next Prepare).
+	Files map[string]string `json:"files,omitempty"`
 }
 
 func (x *unitRun) applyingPath() string {
@@ -101,7 +118,7 @@ func (x *unitRun) writeRedacted(doc []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(x.redactedPath(), redacted, 0o644); err != nil {
+	if err := atomicfile.WriteFile(x.redactedPath(), redacted, atomicfile.Record); err != nil {
 		return fmt.Errorf("write %s: %w", x.redactedPath(), err)
 	}
 	return nil
@@ -117,7 +134,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) (out stepOutcome, 
 			return out, fmt.Errorf("remove old saved plan: %w", err)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirPrivate(dir); err != nil {
 		return out, fmt.Errorf("saved plan dir: %w", err)
 	}
 	tmp := file + ".tmp"
@@ -142,7 +159,7 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) (out stepOutcome, 
 	if err != nil {
 		return out, err
 	}
-	if err := atomicfile.WriteFile(jsonFile, show.Stdout, 0o600); err != nil {
+	if err := atomicfile.WriteFile(jsonFile, show.Stdout, atomicfile.Record); err != nil {
 		return out, fmt.Errorf("write %s: %w", jsonFile, err)
 	}
 	if err := x.writeRedacted(show.Stdout); err != nil {
@@ -154,8 +171,9 @@ func (x *unitRun) savePlan(ctx context.Context, destroy bool) (out stepOutcome, 
 	if err != nil {
 		return out, err
 	}
+	m.Files = x.w.SourceFiles()
 	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := atomicfile.WriteFile(metaFile, b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(metaFile, b, atomicfile.Record); err != nil {
 		return out, fmt.Errorf("write %s: %w", metaFile, err)
 	}
 	x.out.note(fmt.Sprintf("plan saved: %d to add, %d to change, %d to destroy, %d to import", sum.Add, sum.Change, sum.Destroy, sum.Import))
@@ -182,12 +200,27 @@ func (x *unitRun) planMade() planMeta {
 	p := fingerprint.Parts{}
 	// The workdir's digest, per part: what the source decides, and each
 	// generated file (the names the spec gives them).
-	p.Add("the component's files", []byte(x.w.SourceDigest))
+	p.Add(componentFilesPart, []byte(x.w.SourceDigest))
 	for name, data := range x.generated {
 		p.Add("generated file "+name, data)
 	}
-	return planMeta{Digest: x.w.Digest, Engine: fingerprint.EngineID(x.rs.eng),
-		Args: planArgsDigest(x.u, p), Inputs: x.planInputs(p), Parts: p.Sums()}
+	return planMeta{Version: planMetaVersion, Digest: x.w.Digest, Engine: fingerprint.EngineID(x.rs.eng),
+		Args: planArgsDigest(x.u, p), Inputs: x.planInputs(p), Parts: p.Sums(), Workspace: x.workspaceName()}
+}
+
+// staleAgainst is staleness of the record saved against now, a record of
+// this unit made now, with now's files read (workdir.Workdir.SourceFiles)
+// only where the component's files changed, so that the error names
+// them: an unchanged plan costs no read of them. A record of a newer
+// version than this release reads is refused by name.
+func (x *unitRun) staleAgainst(saved, now planMeta, wantDestroy bool) string {
+	if saved.Version > planMetaVersion {
+		return fmt.Sprintf("its record was written by a newer release (version %d; this one reads up to %d)", saved.Version, planMetaVersion)
+	}
+	if saved.Files != nil && saved.Parts[componentFilesPart] != now.Parts[componentFilesPart] {
+		now.Files = x.w.SourceFiles()
+	}
+	return staleness(saved, now, wantDestroy)
 }
 
 // checkSavedPlan refuses a saved plan that is missing or stale. The
@@ -211,10 +244,10 @@ func (x *unitRun) checkSavedPlan(destroy, checkLock bool) (planMeta, error) {
 	if !checkLock {
 		now.LockFile = saved.LockFile
 	}
-	if why := staleness(saved, now, destroy); why != "" {
+	if why := x.staleAgainst(saved, now, destroy); why != "" {
 		return planMeta{}, fmt.Errorf("%w: %s; run SavePlan again", ErrStalePlan, why)
 	}
-	if b, err := os.ReadFile(x.applyingPath()); err == nil {
+	if b, err := atomicfile.ReadFile(x.applyingPath(), atomicfile.Record); err == nil {
 		if _, err := format.Read(x.applyingPath(), b, applyingVersion); errors.Is(err, ErrNewerFormat) {
 			return planMeta{}, err
 		}
@@ -267,7 +300,7 @@ func (x *unitRun) applyPlan(ctx context.Context, destroy bool) (out stepOutcome,
 	}
 	host, _ := os.Hostname()
 	mark, _ := json.Marshal(planApplying{Version: applyingVersion, Plan: saved.Plan, PID: os.Getpid(), Host: host, Started: time.Now().UTC()})
-	if err := atomicfile.WriteFile(x.applyingPath(), mark, 0o644); err != nil {
+	if err := atomicfile.WriteFile(x.applyingPath(), mark, atomicfile.Record); err != nil {
 		return out, fmt.Errorf("record the apply of the saved plan: %w", err)
 	}
 	r, err := x.run(ctx, PhaseApply, "apply", func(lt string) tfcmd.Cmd { return x.u.Args.applyPlanCmd(lt, file) })
@@ -342,13 +375,31 @@ func staleness(saved, now planMeta, wantDestroy bool) string {
 		case len(names) == 0:
 			changed = append(changed, digests...) // no part tells: never say nothing
 		default:
-			changed = append(changed, names...)
+			for _, n := range names {
+				changed = append(changed, partChange(n, saved, now))
+			}
 		}
 	}
 	if len(changed) > 0 {
 		why = append(why, fmt.Sprintf("%s changed since it was saved at %s", strings.Join(changed, ", "), at))
 	}
 	return strings.Join(why, "; ")
+}
+
+// partChange is how staleness names the changed part n: by its name, but
+// the component's files, which also say which files (when both records
+// list them), and the workspace, which also says which ones (when the
+// record names it).
+func partChange(n string, saved, now planMeta) string {
+	switch {
+	case n == componentFilesPart && saved.Files != nil && now.Files != nil:
+		if files := fingerprint.ChangedFiles(saved.Files, now.Files); files != "" {
+			return n + " (" + files + ")"
+		}
+	case n == workspacePart && saved.Workspace != "" && now.Workspace != "":
+		return fmt.Sprintf("%s (%q, now %q)", n, saved.Workspace, now.Workspace)
+	}
+	return n
 }
 
 // planArgsDigest covers what a unit gives terraform's plan besides the

@@ -91,7 +91,7 @@ func TestSavePlanApplyPlan(t *testing.T) {
 		if res.Unit == stale {
 			require.Equal(t, Failed, res.Status)
 			require.ErrorIs(t, res.Err, ErrStalePlan)
-			require.ErrorContains(t, res.Err, "the component's files changed since it was saved")
+			require.ErrorContains(t, res.Err, `the component's files (modified "main.tf") changed since it was saved`)
 			// Not re-planned, nothing applied.
 			_, err := os.Stat(statePath[res.Unit])
 			require.ErrorIs(t, err, os.ErrNotExist, "the stale unit was applied")

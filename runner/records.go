@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/format"
 )
 
@@ -18,8 +19,11 @@ import (
 const (
 	initRecordVersion = 2 // tfisolate-init.json
 	appliedVersion    = 2 // tfisolate-applied.json
-	planMetaVersion   = 2 // tfisolate-plan/plan.meta.json, and the record a bundle carries
-	applyingVersion   = 2 // tfisolate-plan/applying.json
+	// tfisolate-plan/plan.meta.json, and the record a bundle carries:
+	// version 2 names the workspace and the component's files a plan was
+	// made from, so that a stale plan's error names them.
+	planMetaVersion = 2
+	applyingVersion = 2 // tfisolate-plan/applying.json
 )
 
 // readRecord reads the JSON record at path into v if this release reads
@@ -29,7 +33,7 @@ const (
 // unit by name and leaves the record as it is (DESIGN invariant 22). A
 // record that does not parse is reported as found, with its error.
 func readRecord(path string, reads int, v any) (bool, error) {
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFile(path, atomicfile.Record)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

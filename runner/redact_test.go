@@ -117,7 +117,7 @@ func requireRedactedPlan(t *testing.T, r *Runner, unit func(secret string) Unit)
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"redacted_json_file":"`+p.RedactedJSONFile+`"`)
 
-	for f, perm := range map[string]os.FileMode{p.JSONFile: 0o600, p.RedactedJSONFile: 0o644} {
+	for f, perm := range map[string]os.FileMode{p.JSONFile: 0o600, p.RedactedJSONFile: 0o600} {
 		fi, err := os.Stat(f)
 		require.NoError(t, err)
 		require.Equal(t, perm, fi.Mode().Perm(), f)

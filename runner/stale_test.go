@@ -25,8 +25,9 @@ const secretValue = "s3cr3t-v4lue"
 
 // TestStalePlanNamesTheInput: ApplyPlan refuses a saved plan as stale
 // naming exactly the input that changed since SavePlan (a TF_VAR_, a var
-// file, the workspace, a generated file, the component's files, a -var,
-// a TF_CLI_ARGS_plan), never its value, and the Run's error names the
+// file, the workspace with both names, a generated file, the component's
+// files with the ones added, modified and removed, a -var, a
+// TF_CLI_ARGS_plan), never its value, and the Run's error names the
 // unit once. A record written before per-input parts existed is still
 // read: an unchanged plan is applied, a changed one refused as changed
 // since a record of an older version.
@@ -54,11 +55,13 @@ func TestStalePlanNamesTheInput(t *testing.T) {
 		{"TF_VAR_region (added)", func() { t.Setenv("TF_VAR_region", secretValue) }},
 		{"TF_VAR_region", func() { t.Setenv("TF_VAR_region", secretValue+"-2") }},
 		{`var file "` + varFile + `"`, func() { require.NoError(t, os.WriteFile(varFile, []byte(`name = "`+secretValue+`"`), 0o644)) }},
-		{"workspace", func() { u.Workspace = "green" }},
+		{`workspace ("blue", now "green")`, func() { u.Workspace = "green" }},
 		{"generated file terraform.tfvars.json", func() {
 			u.Workdir.Files["terraform.tfvars.json"] = []byte(`{"name": "` + secretValue + `"}`)
 		}},
-		{"the component's files", func() { writeTestFile(t, filepath.Join(src, "extra.tf"), `output "extra" { value = 1 }`) }},
+		{`the component's files (added "extra.tf")`, func() { writeTestFile(t, filepath.Join(src, "extra.tf"), `output "extra" { value = 1 }`) }},
+		{`the component's files (modified "main.tf")`, func() { writeTestFile(t, filepath.Join(src, "main.tf"), itemComponent+"\n# edited\n") }},
+		{`the component's files (removed "extra.tf")`, func() { require.NoError(t, os.Remove(filepath.Join(src, "extra.tf"))) }},
 		{"-var name", func() { u.Args.Vars = map[string]string{"name": secretValue} }},
 		{"env TF_CLI_ARGS_plan (added)", func() { t.Setenv("TF_CLI_ARGS_plan", "-parallelism=3") }},
 		{"TF_VAR_zone (added)", func() { u.Env = map[string]string{"TF_VAR_zone": secretValue} }},
@@ -176,4 +179,36 @@ func TestPlanBundleStaleNamesTheInput(t *testing.T) {
 	m := regexp.MustCompile(`does not match this workdir: (.+) changed since it was saved at \S+$`).FindStringSubmatch(rep.Results[0].Err.Error())
 	require.NotNil(t, m, "%v", rep.Results[0].Err)
 	require.Equal(t, "TF_VAR_region (added)", m[1])
+}
+
+// TestPlanBundleNamesWorkspacesAndFiles: a bundle made in workspace
+// "blue" and imported by a unit that selects "green", on a machine
+// whose checkout has a file more, is refused naming both workspaces and
+// the file (a workspace name is no secret), with nothing imported.
+func TestPlanBundleNamesWorkspacesAndFiles(t *testing.T) {
+	e := testenv.Engine{Kind: engine.Terraform, Path: testenv.Terraform(t)}
+	w := newEngineWorld(t, e)
+	pg := testbackend.StartPostgres(t)
+	fix := fixture(t, "item")
+	a, b := newMachine(t, w, "a", fix), newMachine(t, w, "b", fix)
+	unit := func(m *machine, ws string) Unit {
+		return Unit{Workspace: ws, Workdir: workdirSpec("plat-ue2-dev", "item", m.src, map[string][]byte{
+			"backend.tf.json": pg.BackendJSON("wsbundle"), "terraform.tfvars.json": []byte(`{"name": "item"}`)})}
+	}
+	artifacts := filepath.Join(w.dir, "artifacts")
+	_, err := a.runner.Run(testCtx(t), SavePlan, unit(a, "blue"))
+	require.NoError(t, err)
+	_, err = a.runner.Run(testCtx(t), ExportPlan(artifacts, nil), unit(a, "blue"))
+	require.NoError(t, err)
+
+	writeTestFile(t, filepath.Join(b.src, "extra.tf"), `output "extra" { value = 1 }`)
+	rep, err := b.runner.Run(testCtx(t), ImportPlan(artifacts, nil), unit(b, "green"))
+	require.ErrorIs(t, err, ErrStalePlan)
+	m := regexp.MustCompile(`does not match this workdir: (.+) changed since it was saved at \S+$`).FindStringSubmatch(rep.Results[0].Err.Error())
+	require.NotNil(t, m, "%v", rep.Results[0].Err)
+	require.Equal(t, `the component's files (added "extra.tf"), workspace ("blue", now "green")`, m[1])
+	home, err := b.wd.Home("plat-ue2-dev", "item")
+	require.NoError(t, err)
+	require.DirExists(t, filepath.Join(home, ".tfisolate", "data"))
+	require.NoDirExists(t, filepath.Join(home, ".tfisolate", "data", planDirName), "nothing imported")
 }

@@ -12,6 +12,7 @@
 //	ROOT/.tmp/ID/                  scratch for cold builds and removals
 //	ROOT/ID/                       the instance home
 //	ROOT/ID/.tfisolate/stamp.json  what the home was built from; written last
+//	ROOT/ID/.tfisolate/files.json  each file the build materialized from the source: path, digest
 //	ROOT/ID/.tfisolate/state.json  state adopted from the source; the last complete state seen
 //	ROOT/ID/.tfisolate/data/       TF_DATA_DIR (see Workdir.Env)
 //	ROOT/ID/src/...                the component and its local modules
@@ -219,6 +220,21 @@
 //     are then left where they are, never removed). Removals and renames
 //     never follow a symlink out of the home: a path whose way from the
 //     home goes through a link is refused.
+//   - Records are private and hold no values: the lock files, the
+//     adoption register, the stamp, files.json and the state record are
+//     0600, generated files (a tfvars may hold a secret) too, and the
+//     .locks dir, each home, its .tfisolate dir and its data dir 0700;
+//     one an older release left wider (0644, 0755) is narrowed by the
+//     instance's next Prepare (never through a link). Copied source
+//     files keep the source's mode. The stamp keeps Spec.ModuleSources
+//     as a SHA-256 digest (stamp version 2; a version 1 stamp, which kept
+//     them in clear, is read and rewritten), never the values: a source
+//     evaluated from a variable may carry a credential.
+//   - Workdir.SourceFiles names each file a build materialized from the
+//     source by its path from the component, with a digest of its
+//     content and mode, read from files.json only when asked for; a
+//     home an older release built gets it on its next Prepare that finds
+//     the home up to date.
 //   - Workdir.Digest identifies exactly what was materialized (files copied
 //     from the source as written, the seeded lock file, generated files):
 //     equal across Prepares if and only if terraform is given the same

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 	"github.com/tfisolate/tfisolate/internal/reflink"
 )
@@ -114,8 +115,11 @@ func copyFromSource(ctx context.Context, dst string, e entry, buf []byte) (sum [
 	return sum, size, err
 }
 
+// writeData writes a generated file: 0600, since a generated file is
+// where a host puts what the component needs and the source has not
+// (variables, backend settings), secrets included.
 func writeData(dst string, data []byte) error {
-	return replaceFile(dst, 0o644, func(f *os.File) error {
+	return replaceFile(dst, atomicfile.Record, func(f *os.File) error {
 		_, err := f.Write(data)
 		return err
 	})
@@ -134,7 +138,7 @@ func sameFile(dst string, e entry, buf []byte) bool {
 
 func sameData(dst string, data []byte) bool {
 	fi, err := os.Lstat(dst)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) {
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) || fi.Mode().Perm() != atomicfile.Record {
 		return false
 	}
 	b, err := os.ReadFile(dst)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
 )
 
 // instanceLock is a held exclusive flock on one instance. The lock file
@@ -33,7 +35,7 @@ type instanceLock struct {
 
 func (m *Manager) lock(ctx context.Context, stack, instance, id string) (*instanceLock, error) {
 	dir := filepath.Join(m.root, locksDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := atomicfile.MkdirPrivate(dir); err != nil {
 		return nil, fmt.Errorf("create lock dir: %w", err)
 	}
 	lk := &instanceLock{path: filepath.Join(dir, id+".lock")}
@@ -150,6 +152,13 @@ func (lk *instanceLock) writeNote() error {
 	}
 	if fi, err := f.Stat(); err != nil || !li.Mode().IsRegular() || !os.SameFile(li, fi) {
 		return errors.Join(fmt.Errorf("%s is not a regular file of its own", lk.path), err, f.Close())
+	}
+	// A lock file an older release made 0644 is private from now on, as
+	// flock makes new ones (0600): the note is a record of who runs.
+	if li.Mode().Perm()&^atomicfile.Record != 0 {
+		if err := f.Chmod(li.Mode().Perm() & atomicfile.Record); err != nil {
+			return errors.Join(err, f.Close())
+		}
 	}
 	size := (len(data)/noteSize + 1) * noteSize
 	if _, err := f.WriteAt(append(data, strings.Repeat(" ", size-len(data))...), noteAt); err != nil {

@@ -101,6 +101,8 @@ type Spec struct {
 	// not named here is not followed (a module inside the component is
 	// copied with it all the same). The runner evaluates them from the
 	// unit's variables; a host that uses workdir alone sets them itself.
+	// The values are never written (the stamp keeps their digest): one
+	// may carry a credential.
 	ModuleSources map[string]string
 	// Repository is the directory the component's local module sources
 	// must stay in: a local call (the component's, or a local module's)
@@ -404,6 +406,9 @@ func (m *Manager) Prepare(ctx context.Context, s Spec) (*Workdir, error) {
 		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
 	}
 	home := filepath.Join(m.root, id)
+	if err := narrowHome(home); err != nil {
+		return nil, errors.Join(fmt.Errorf("prepare workdir %s: %w", id, err), lk.release())
+	}
 	dir := filepath.Join(home, srcDir, filepath.FromSlash(st.Component))
 	b, _ := modtree.ReadBackend(dir, nil, c.rule) // the workdir's copy, generated files included; unreadable: terraform reports it
 	if err := m.sourceState(ctx, id, s.Stack, s.Instance, home, dir, c.source, b, s.AdoptState); err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -67,6 +66,13 @@ func (m *Manager) materialize(ctx context.Context, id string, c *checked, rehash
 		}
 		if ok {
 			m.noteSkipped(ctx, id, set)
+			if st.Version != stampVersion {
+				// An older stamp is rewritten in this version's form
+				// (a version 1 stamp kept module sources in clear).
+				if err := writeStamp(home, st); err != nil {
+					return nil, err
+				}
+			}
 			return st, nil
 		}
 	}
@@ -86,7 +92,7 @@ func (m *Manager) materialize(ctx context.Context, id string, c *checked, rehash
 	}
 
 	m.log.InfoContext(ctx, "creating workdir", "id", id, "source", source, "files", len(set.ents))
-	if err := os.MkdirAll(scratch, 0o755); err != nil {
+	if err := atomicfile.MkdirPrivate(scratch); err != nil {
 		return nil, err
 	}
 	tmp, err := os.MkdirTemp(scratch, "build-")
@@ -153,7 +159,7 @@ func (m *Manager) noteSkipped(ctx context.Context, id string, set *scan) {
 // refuses it by name.
 func (m *Manager) warm(ctx context.Context, home string, old *stamp, in input) (*stamp, *scan, bool, error) {
 	if old == nil || !old.Complete || old.Source != in.source || old.Engine != stampEngine(in.rule) || old.Materialized == "" || !old.ReadsKnown || !stillMissing(old.Missing) ||
-		!maps.Equal(old.ModuleSources, in.sources) || !within(in.repo.dir, old.Base) {
+		old.ModuleSourcesDigest != sourcesDigest(in.sources) || !within(in.repo.dir, old.Base) {
 		return nil, nil, false, nil
 	}
 	gen := genPaths(old.Component, in.files)
@@ -180,6 +186,9 @@ func (m *Manager) warm(ctx context.Context, home string, old *stamp, in input) (
 			return nil, nil, false, err
 		}
 	}
+	if err := backfillSourceFiles(home, old, set.ents); err != nil {
+		m.log.DebugContext(ctx, "cannot record the source files", "home", home, "err", err)
+	}
 	m.log.DebugContext(ctx, "workdir up to date", "home", home)
 	return old, set, true, nil
 }
@@ -198,7 +207,7 @@ func genPaths(component string, files []genFile) []string {
 // killed at any point is finished by the next one.
 func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *stamp, in input, lay layout, ents []entry) (*stamp, error) {
 	src := filepath.Join(home, srcDir)
-	if err := os.MkdirAll(instanceDataDir(home), 0o755); err != nil {
+	if err := atomicfile.MkdirPrivate(instanceDataDir(home)); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(src, filepath.FromSlash(lay.component)), 0o755); err != nil {
@@ -225,7 +234,7 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 	}
 
 	next := &stamp{
-		Source: in.source, Engine: stampEngine(in.rule), Base: lay.base, Component: lay.component, Dirs: lay.dirs, Missing: lay.missing, ModuleSources: in.sources,
+		Source: in.source, Engine: stampEngine(in.rule), Base: lay.base, Component: lay.component, Dirs: lay.dirs, Missing: lay.missing, ModuleSourcesDigest: sourcesDigest(in.sources),
 		Files: newFiles, Generated: gen, Reads: lay.reads, ReadsKnown: true,
 	}
 	if old != nil {
@@ -355,6 +364,9 @@ func (m *Manager) build(ctx context.Context, home string, inPlace bool, old *sta
 	sort.Slice(written, func(i, j int) bool { return written[i].rel < written[j].rel })
 	next.Materialized = setHash(lay.component, lay.dirs, written)
 	next.Hash = setHash(lay.component, lay.dirs, ents)
+	if err := writeSourceFiles(home, lay.component, next.Materialized, written); err != nil {
+		return nil, err
+	}
 
 	for _, g := range in.files {
 		dst := filepath.Join(compDir, filepath.FromSlash(g.name))

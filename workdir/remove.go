@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
@@ -69,7 +70,7 @@ func (m *Manager) remove(id string, force bool) error {
 	// Rename first so the home disappears at once; a kill during the slow
 	// delete leaves only scratch, which the next Prepare sweeps.
 	scratch := filepath.Join(m.root, tmpDir, id)
-	if err := os.MkdirAll(scratch, 0o755); err != nil {
+	if err := atomicfile.MkdirPrivate(scratch); err != nil {
 		return err
 	}
 	trash, err := os.MkdirTemp(scratch, "remove-")

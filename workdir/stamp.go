@@ -6,19 +6,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/format"
 )
 
-// stampVersion is the stamp's format (internal/format): the version
-// writeStamp writes and the newest readStamp reads; a stamp of another
-// older version is rebuilt from the source, a newer one refused by name
-// (stampNewer). A change to what the stamp holds that an older reader
-// must not ignore bumps it.
-const stampVersion = 1
+// stampVersion is the stamp's format. Version 2 records the
+// Spec.ModuleSources a layout was found with as a digest
+// (ModuleSourcesDigest), never the values: a source evaluated from a
+// variable may carry a credential. A version 1 stamp, which kept them in
+// clear, is still read (its values turned into the digest as it is read,
+// and dropped from the stamp the next build writes). A newer version is
+// refused by name (stampNewer), never rebuilt over: a change to what the
+// stamp holds that an older reader must not ignore bumps it.
+const stampVersion = 2
 
 // stamp records what a workdir was materialized from. A complete stamp is
 // written last; an incomplete one is written before a refresh starts
@@ -50,9 +55,27 @@ type stamp struct {
 	Reads      []string          `json:"reads,omitempty"`
 	ReadsKnown bool              `json:"reads_known,omitempty"`
 	Inputs     map[string]string `json:"inputs,omitempty"`
-	// ModuleSources are the Spec.ModuleSources the layout was discovered
-	// with: other values may select other module dirs.
+	// ModuleSourcesDigest is sourcesDigest of the Spec.ModuleSources the
+	// layout was discovered with: other values may select other module
+	// dirs. The values themselves are never written (a source evaluated
+	// from a variable may hold a token).
+	ModuleSourcesDigest string `json:"module_sources_digest,omitempty"`
+	// ModuleSources is what a version 1 stamp held in ModuleSourcesDigest's
+	// place, in clear; only read.
 	ModuleSources map[string]string `json:"module_sources,omitempty"`
+}
+
+// sourcesDigest is the stamp's digest of Spec.ModuleSources: "" when
+// there are none, else a SHA-256 over every name and value, sorted.
+func sourcesDigest(sources map[string]string) string {
+	if len(sources) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, n := range slices.Sorted(maps.Keys(sources)) {
+		fmt.Fprintf(h, "%d:%s\x00%d:%s\n", len(n), n, len(sources[n]), sources[n])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // digest is Workdir.Digest: what the build materialized from the source
@@ -71,14 +94,20 @@ func stampPath(home string) string { return filepath.Join(home, metaDir, stampFi
 // readStamp returns nil when there is no usable stamp: none, unreadable,
 // of another version, or listing a path that is not local and clean
 // (stampProblem). The home is then materialized again from the source.
+// A version 1 stamp is read as version 2 (its module sources turned into
+// their digest). A stamp left readable by others (an older release
+// wrote it 0644) is narrowed to 0600.
 func readStamp(home string) *stamp {
-	b, err := os.ReadFile(stampPath(home))
+	b, err := atomicfile.ReadFile(stampPath(home), atomicfile.Record)
 	if err != nil {
 		return nil
 	}
 	var st stamp
-	if json.Unmarshal(b, &st) != nil || st.Version != stampVersion || stampProblem(&st) != "" {
+	if json.Unmarshal(b, &st) != nil || (st.Version != stampVersion && st.Version != 1) || stampProblem(&st) != "" {
 		return nil
+	}
+	if st.Version == 1 {
+		st.ModuleSourcesDigest, st.ModuleSources = sourcesDigest(st.ModuleSources), nil
 	}
 	return &st
 }
@@ -97,13 +126,16 @@ func stampNewer(home string) error {
 	return nil
 }
 
+// writeStamp writes st, 0600, atomically. It never writes module sources
+// in clear, only their digest.
 func writeStamp(home string, st *stamp) error {
 	st.Version = stampVersion
+	st.ModuleSources = nil
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(stampPath(home), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(stampPath(home), b, atomicfile.Record); err != nil {
 		return fmt.Errorf("write stamp: %w", err)
 	}
 	return nil

@@ -184,7 +184,7 @@ func stateRecordPath(home string) string { return filepath.Join(home, metaDir, s
 // one is empty (an unreadable one is rewritten whole by the next write).
 func readStateRecord(home string) stateRecord {
 	var r stateRecord
-	if b, err := os.ReadFile(stateRecordPath(home)); err == nil {
+	if b, err := atomicfile.ReadFile(stateRecordPath(home), atomicfile.Record); err == nil {
 		_ = json.Unmarshal(b, &r)
 	}
 	return r
@@ -206,10 +206,10 @@ func writeStateRecord(home string, r stateRecord) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(home, metaDir), 0o755); err != nil {
+	if err := atomicfile.MkdirPrivate(filepath.Join(home, metaDir)); err != nil {
 		return fmt.Errorf("write state record: %w", err)
 	}
-	if err := atomicfile.WriteFile(stateRecordPath(home), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(stateRecordPath(home), b, atomicfile.Record); err != nil {
 		return fmt.Errorf("write state record: %w", err)
 	}
 	return nil

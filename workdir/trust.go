@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
 	"github.com/tfisolate/tfisolate/internal/pathtrust"
 )
 
@@ -67,6 +68,24 @@ func checkHome(home string) error {
 		}
 		if why := p.Why(fi, pathtrust.Inside); why != "" {
 			return trustErr(pathtrust.UnsafeOf(d, fi, why), nil, true)
+		}
+	}
+	return nil
+}
+
+// narrowHome makes the home and the dirs that hold its records (its
+// .tfisolate dir and the data dir) 0700, and the records in .tfisolate
+// 0600, as a build makes them: a home an older release left 0755, with
+// 0644 records, is private from its next Prepare on.
+func narrowHome(home string) error {
+	for _, d := range []string{home, filepath.Join(home, metaDir), instanceDataDir(home)} {
+		if err := atomicfile.Narrow(d, atomicfile.RecordDir); err != nil {
+			return err
+		}
+	}
+	for _, f := range []string{stampPath(home), stateRecordPath(home), filepath.Join(home, metaDir, sourceFilesFile)} {
+		if err := atomicfile.Narrow(f, atomicfile.Record); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -8,4 +8,9 @@
 // the temp file on every path that did not reach the rename; it is a no-op
 // after a successful replace. A process killed mid-write leaves at most a
 // stray temp file named ".tmp-NAME-*", never a partial target.
+//
+// Records the SDK keeps for itself are Record (0600) in RecordDir (0700)
+// dirs: MkdirPrivate makes such a dir, and Narrow and ReadFile take the
+// extra bits from one an older release left wider (0644, 0755), never
+// adding any and never following a link.
 package atomicfile

@@ -31,6 +31,10 @@
 //     so naming what changed never leaks a secret. ChangedParts is sorted
 //     and marks an input only in the record "(removed)" and one only now
 //     "(added)".
+//   - ChangedFiles names the files that differ between two maps of path
+//     to digest (added, modified, removed; each sorted and quoted, at
+//     most FilesShown paths, then "and N more"): paths only, never a
+//     digest or content.
 //   - A Fingerprint made by New, or with a nil Parts, keeps no parts; its
 //     Sum is the same as with parts kept: parts never change the digest.
 //   - EngineID and EnvLabel are the names records use for the engine (its

@@ -18,6 +18,9 @@
 //     small for the record); WriteFile then replaces the file whole,
 //     atomically (internal/atomicfile), padded for the next record.
 //   - With sync, the record is on disk (fsync) when Rewrite returns.
+//   - A record is kept with the mode its writer asks for: a file an
+//     older release left wider (0644) is narrowed, on the open handle,
+//     before the write.
 //
 // Readers must not race a writer (a read may see a page being copied):
 // the SDK's records are read and written under the instance lock. A

@@ -13,10 +13,11 @@ const Page = 4096
 
 // Rewrite writes data, a newline and spaces up to the file's size over
 // the regular file at path, in place (see the package doc), and syncs
-// its data when sync is set. It reports false, having written nothing,
-// when path is missing, is not a regular file, is larger than Page or
-// has no room for data and its newline.
-func Rewrite(path string, data []byte, sync bool) (bool, error) {
+// its data when sync is set. A file whose mode grants more than perm (an
+// older release wrote it 0644) is narrowed to perm first. It reports
+// false, having written nothing, when path is missing, is not a regular
+// file, is larger than Page or has no room for data and its newline.
+func Rewrite(path string, data []byte, perm os.FileMode, sync bool) (bool, error) {
 	before, err := os.Lstat(path)
 	if err != nil || !before.Mode().IsRegular() || before.Size() > Page || int64(len(data)) >= before.Size() {
 		return false, nil
@@ -28,6 +29,11 @@ func Rewrite(path string, data []byte, sync bool) (bool, error) {
 	if fi, err := f.Stat(); err != nil || !os.SameFile(before, fi) || fi.Size() != before.Size() {
 		_ = f.Close()
 		return false, nil
+	}
+	if before.Mode().Perm()&^perm != 0 {
+		if err := f.Chmod(before.Mode().Perm() & perm); err != nil {
+			return true, errors.Join(fmt.Errorf("rewrite %s: %w", path, err), f.Close())
+		}
 	}
 	_, err = f.WriteAt(Pad(data, int(before.Size())), 0)
 	if err == nil && sync {
@@ -53,13 +59,13 @@ func Pad(data []byte, size int) []byte {
 	return out
 }
 
-// WriteFile writes data over the file at path in place (Rewrite), or,
-// where that cannot be done, replaces the file atomically with data
-// padded to size bytes (Pad) and mode perm, so that later records up to
-// size-1 bytes are rewritten in place. With sync the record is on disk
-// when WriteFile returns, either way.
+// WriteFile writes data over the file at path in place (Rewrite, which
+// narrows its mode to perm), or, where that cannot be done, replaces the
+// file atomically with data padded to size bytes (Pad) and mode perm, so
+// that later records up to size-1 bytes are rewritten in place. With
+// sync the record is on disk when WriteFile returns, either way.
 func WriteFile(path string, data []byte, perm os.FileMode, size int, sync bool) error {
-	if ok, err := Rewrite(path, data, sync); ok || err != nil {
+	if ok, err := Rewrite(path, data, perm, sync); ok || err != nil {
 		return err
 	}
 	var opts []atomicfile.Option

@@ -9,13 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestRewriteInPlace: a record is written over the same file, which a
+// record an older release left 0644 is narrowed to the mode asked for.
 func TestRewriteInPlace(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "rec.json")
 	require.NoError(t, os.WriteFile(p, Pad([]byte(`{"a":1}`), 64), 0o644))
+	require.NoError(t, os.Chmod(p, 0o644))
 	before, err := os.Stat(p)
 	require.NoError(t, err)
 	for _, sync := range []bool{false, true} {
-		ok, err := Rewrite(p, []byte(`{"b":22}`), sync)
+		ok, err := Rewrite(p, []byte(`{"b":22}`), 0o600, sync)
 		require.NoError(t, err)
 		require.True(t, ok)
 		b, err := os.ReadFile(p)
@@ -24,7 +27,7 @@ func TestRewriteInPlace(t *testing.T) {
 		after, err := os.Stat(p)
 		require.NoError(t, err)
 		require.True(t, os.SameFile(before, after), "the file was replaced, not rewritten")
-		require.Equal(t, before.Mode(), after.Mode())
+		require.Equal(t, os.FileMode(0o600), after.Mode().Perm(), "narrowed to the mode asked for")
 	}
 }
 
@@ -48,7 +51,7 @@ func TestRewriteRefuses(t *testing.T) {
 		{"a dir", dir},
 	} {
 		was, _ := os.ReadFile(tc.path)
-		ok, err := Rewrite(tc.path, []byte(`{"record":"longer"}`), true)
+		ok, err := Rewrite(tc.path, []byte(`{"record":"longer"}`), 0o600, true)
 		require.NoError(t, err, tc.name)
 		require.False(t, ok, tc.name)
 		now, _ := os.ReadFile(tc.path)

@@ -142,7 +142,7 @@ func Begin(dataDir, command string, now time.Time) ([]Run, error) {
 	}
 	who, host := Who()
 	j = journal{Current: &Run{PID: os.Getpid(), Host: host, Who: who, Command: command, Started: now}, Crashed: kept}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := atomicfile.MkdirPrivate(dataDir); err != nil {
 		return nil, err
 	}
 	if err := write(p, j, false); err != nil {
@@ -261,9 +261,9 @@ func write(p string, j journal, durable bool) error {
 		return err
 	}
 	if durable {
-		err = atomicfile.WriteFile(p, inplace.Pad(b, minSize), 0o644)
+		err = atomicfile.WriteFile(p, inplace.Pad(b, minSize), atomicfile.Record)
 	} else {
-		err = inplace.WriteFile(p, b, 0o644, minSize, false)
+		err = inplace.WriteFile(p, b, atomicfile.Record, minSize, false)
 	}
 	if err != nil {
 		return fmt.Errorf("write journal: %w", err)

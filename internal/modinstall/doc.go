@@ -12,7 +12,10 @@
 //     or on where the component lies: the same component elsewhere has
 //     the same key, another local layout another one. The key is the
 //     module store's: its text never changes between releases without a
-//     reason, since a changed key refetches every set.
+//     reason, since a changed key refetches every set. A source the
+//     caller evaluated from variables is in the key as its text and a
+//     SHA-256 of its value, never the value (it may carry a credential;
+//     the key is logged and kept in the store's records).
 //   - Install never leaves a data dir with half a set: the copy is built
 //     beside the target and renamed into place, so a crash leaves the old
 //     modules, the new ones or none, and the leftovers of such a crash are

@@ -1,6 +1,8 @@
 package modinstall
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 
@@ -15,10 +17,19 @@ import (
 // (modtree.Call.Dynamic) is keyed by its text and dyn(c), what its value
 // depends on, so that it is never shared with a unit that gives the
 // variables other values. dyn may be nil: the text alone is the key.
+// A source the caller evaluated (modtree.Call.SourceExpr set) is keyed
+// by its text and a digest of its value, never the value: the key is
+// logged and kept in the module store's records, and a source built from
+// a variable may carry a credential.
 func Key(tree *modtree.Tree, dyn func(modtree.Call) string) (key string, remote bool) {
 	lines := make([]string, 0, len(tree.Calls))
 	for _, c := range tree.Calls {
-		l := c.Key + "\t" + c.Source + "\t" + c.Version
+		src := c.Source
+		if c.SourceExpr != "" {
+			sum := sha256.Sum256([]byte(c.Source))
+			src = c.SourceExpr + " = sha256:" + hex.EncodeToString(sum[:])
+		}
+		l := c.Key + "\t" + src + "\t" + c.Version
 		if c.Dynamic && dyn != nil {
 			l += "\t" + dyn(c)
 		}

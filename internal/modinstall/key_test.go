@@ -68,3 +68,23 @@ func TestKeyDynamic(t *testing.T) {
 	k, _ = Key(tree, nil)
 	require.Equal(t, "fixed\t./mods/a\t\nm\t./mods/${var.flavor}\t", k)
 }
+
+// TestKeyNeverHoldsAnEvaluatedSource: a source the caller evaluated is
+// keyed by its text and a digest of its value: the key (logged, and kept
+// in the module store's records) never holds the value, a token in it
+// included, and two values are two keys.
+func TestKeyNeverHoldsAnEvaluatedSource(t *testing.T) {
+	const token = "tok3n-in-a-url"
+	call := func(v string) *modtree.Tree {
+		return &modtree.Tree{Calls: []modtree.Call{{Key: "m", Name: "m", Dynamic: true,
+			SourceExpr: `"git::https://x:${var.token}@example.invalid/r.git"`, Source: "git::https://x:" + v + "@example.invalid/r.git"}}}
+	}
+	k, remote := Key(call(token), nil)
+	require.True(t, remote)
+	require.NotContains(t, k, token)
+	require.Contains(t, k, "${var.token}")
+	other, _ := Key(call(token+"2"), nil)
+	require.NotEqual(t, k, other, "another value, another key")
+	again, _ := Key(call(token), nil)
+	require.Equal(t, k, again)
+}

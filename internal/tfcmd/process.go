@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tfisolate/tfisolate/internal/atomicfile"
 )
 
 // Process runs the terraform commands of one unit, one process per
@@ -241,7 +243,7 @@ type engineOutput struct {
 // newEngineOutput creates the files, 0600 (terraform may print what the
 // caller keeps secret), in dir.
 func newEngineOutput(dir string) (*engineOutput, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirPrivate(dir); err != nil {
 		return nil, fmt.Errorf("engine output: %w", err)
 	}
 	eo := &engineOutput{}
