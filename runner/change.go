@@ -9,6 +9,7 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/affected"
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/earlyeval"
 	"github.com/tfisolate/tfisolate/internal/fingerprint"
 	"github.com/tfisolate/tfisolate/internal/inplace"
 	"github.com/tfisolate/tfisolate/internal/modtree"
@@ -137,7 +138,7 @@ func Affected(units []Unit, base string, paths ...string) ([]string, error) {
 				if err != nil {
 					return nil, nil, err
 				}
-				values, unknown := e.ModuleSources()
+				values, unknown := e.ModuleSources(earlyeval.NewestRules(ruleEngine(rule)))
 				return values, unknown, nil
 			},
 		}

@@ -31,6 +31,15 @@ func configRule(k engine.Kind) modtree.Files {
 	return modtree.TerraformFiles
 }
 
+// ruleEngine is the engine kind that reads configuration files by rule:
+// configRule's inverse.
+func ruleEngine(rule modtree.Files) engine.Kind {
+	if rule == modtree.TofuFiles {
+		return engine.OpenTofu
+	}
+	return engine.Terraform
+}
+
 // workdirEngine is the workdir.Engine of engine kind k.
 func workdirEngine(k engine.Kind) workdir.Engine {
 	if k == engine.OpenTofu {
@@ -84,7 +93,7 @@ func (x *unitRun) moduleSources(spec *workdir.Spec) {
 	if err != nil {
 		return // the workdir refuses the source by name
 	}
-	spec.ModuleSources, x.unknown = e.ModuleSources()
+	spec.ModuleSources, x.unknown = e.ModuleSources(x.u.Args.early)
 	x.sources = spec.ModuleSources
 }
 

@@ -2,13 +2,16 @@ package earlyeval
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/tfisolate/tfisolate/internal/modtree"
 )
@@ -26,11 +29,15 @@ func HasDynamicSources(dir string, rule modtree.Files) bool {
 
 // ModuleSources returns the values of the root module's module sources
 // that are expressions (modtree.DynamicExpr), by module name, for those
-// that evaluate, with what evalContext holds, to a string the way the
-// engine evaluates them at init; and, for each one that does not, where
-// it is and why, `main.tf:12: module "net" source: ...`, sorted. values
-// is nil when none evaluates.
-func (e *Inputs) ModuleSources() (values map[string]string, unknown []string) {
+// that evaluate to a known string by the engine's rule r (r.Eval: what
+// the engine reads at init, with the functions it has: Functions); and,
+// for each one that does not, where it is and why, `main.tf:12: module
+// "net" source: ...`, sorted. values is nil when none evaluates. A
+// reason never holds a variable's value: a source that reads a variable
+// the engine does not evaluate (not const under Terraform, sensitive or
+// ephemeral under OpenTofu) is not evaluated at all, and the reason
+// names the variable.
+func (e *Inputs) ModuleSources(r Rules) (values map[string]string, unknown []string) {
 	var ctx *hcl.EvalContext
 	for _, f := range e.files {
 		c, _, _ := f.Body.PartialContent(rootSchema)
@@ -44,16 +51,20 @@ func (e *Inputs) ModuleSources() (values map[string]string, unknown []string) {
 				continue
 			}
 			if ctx == nil {
-				ctx = e.evalContext()
+				ctx = e.evalContext(r)
 			}
 			name := b.Labels[0]
-			val, diags := at.Expr.Value(ctx)
-			var why string
-			switch {
-			case diags.HasErrors():
-				why = diags.Errs()[0].Error()
-			case !val.IsWhollyKnown() || val.IsNull() || val.Type() != cty.String:
-				why = "it is not a known string"
+			why := e.refused(r, at.Expr.Variables())
+			var val cty.Value
+			if why == "" {
+				var diags hcl.Diagnostics
+				val, diags = at.Expr.Value(ctx)
+				switch {
+				case diags.HasErrors():
+					why = diags.Errs()[0].Error()
+				case !val.IsWhollyKnown() || val.IsNull() || val.Type() != cty.String:
+					why = "it is not a known string"
+				}
 			}
 			if why != "" {
 				unknown = append(unknown, fmt.Sprintf("%s:%d: module %q source: %s", at.Range.Filename, at.Range.Start.Line, name, why))
@@ -69,44 +80,118 @@ func (e *Inputs) ModuleSources() (values map[string]string, unknown []string) {
 	return values, unknown
 }
 
-// evalContext is what early evaluation can read in the root module, as
-// the engine has it at init: each variable's value (the unit's, else its
-// default), each local that evaluates from those alone, and path.module
-// and path.root ("."; the root module is where the engine runs). Nothing
-// else: no function, no path.cwd, no resource. An expression reading
-// anything more does not evaluate here, and is never guessed.
-func (e *Inputs) evalContext() *hcl.EvalContext {
-	vars := map[string]cty.Value{}
-	for n := range e.declared {
-		if v, ok := e.values[n]; ok {
-			if s, ok := strings.CutPrefix(v, "s:"); ok {
-				vars[n] = cty.StringVal(s)
-				continue
-			}
-			x, diags := hclsyntax.ParseExpression([]byte(strings.TrimPrefix(v, "x:")), "", hcl.InitialPos)
-			if diags.HasErrors() {
-				continue
-			}
-			if val, diags := x.Value(nil); !diags.HasErrors() && val.IsWhollyKnown() {
-				vars[n] = val
-			}
+// refused says why the engine, by rule r, does not evaluate an
+// expression with these references: the first variable it reaches
+// (through locals, followed transitively) whose value the engine does
+// not take at init, named, never its value; "" when there is none.
+func (e *Inputs) refused(r Rules, refs []hcl.Traversal) string {
+	if r.Eval == EvalNone {
+		return "the engine evaluates no expression in a module source (a source must be a literal string)"
+	}
+	var vars []string
+	seen := map[string]bool{}
+	queue := slices.Clone(refs)
+	for len(queue) > 0 {
+		t := queue[0]
+		queue = queue[1:]
+		if len(t) < 2 {
 			continue
 		}
-		if d, ok := e.defExprs[n]; ok {
-			if val, diags := d.Value(nil); !diags.HasErrors() && val.IsWhollyKnown() {
-				vars[n] = val
+		attr, ok := t[1].(hcl.TraverseAttr)
+		if !ok || seen[t.RootName()+"."+attr.Name] {
+			continue
+		}
+		seen[t.RootName()+"."+attr.Name] = true
+		switch t.RootName() {
+		case "var":
+			vars = append(vars, attr.Name)
+		case "local":
+			if x, ok := e.locals[attr.Name]; ok {
+				queue = append(queue, x.Variables()...)
 			}
 		}
 	}
-	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{
-		"var":  cty.ObjectVal(vars),
-		"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal("."), "root": cty.StringVal(".")}),
-	}}
+	slices.Sort(vars)
+	for _, n := range vars {
+		if !e.declared[n] {
+			continue // the engine reports it
+		}
+		if why := e.decls[n].refusal(r); why != "" {
+			return "var." + n + " " + why
+		}
+	}
+	return ""
+}
+
+// evalContext is what early evaluation can read in the root module by
+// rule r, as the engine has it at init: each variable's value (the
+// unit's, else its default, converted to its type) where the engine
+// takes it, each local that evaluates from those, path.module and
+// path.root ("."; the root module is where the engine runs), and the
+// functions the engine has (Functions). Everything else the engine may
+// know is unknown here (a variable it does not take, a value we cannot
+// read, a local that does not evaluate here, path.cwd), never missing:
+// an expression reading it is unknown, never guessed.
+func (e *Inputs) evalContext(r Rules) *hcl.EvalContext {
+	vars := map[string]cty.Value{}
+	for n := range e.declared {
+		vars[n] = cty.DynamicVal
+		d := e.decls[n]
+		if d.refusal(r) != "" || !d.typeOK {
+			continue
+		}
+		var val cty.Value
+		if v, ok := e.values[n]; ok {
+			text, isString := strings.CutPrefix(v, "s:")
+			if isString && d.literal {
+				val = cty.StringVal(text)
+			} else {
+				// A var file's expression, or a -var or TF_VAR_ value of
+				// a variable whose type is not primitive: the engine
+				// parses it as an expression.
+				x, diags := hclsyntax.ParseExpression([]byte(strings.TrimPrefix(text, "x:")), "", hcl.InitialPos)
+				if diags.HasErrors() {
+					continue
+				}
+				if val, diags = x.Value(nil); diags.HasErrors() {
+					continue
+				}
+			}
+		} else if x, ok := e.defExprs[n]; ok {
+			var diags hcl.Diagnostics
+			if val, diags = x.Value(nil); diags.HasErrors() {
+				continue
+			}
+		} else {
+			continue
+		}
+		if val, err := convert.Convert(val, d.typ); err == nil && val.IsWhollyKnown() {
+			vars[n] = val
+		}
+	}
+	ctx := &hcl.EvalContext{
+		Variables: map[string]cty.Value{
+			"var": cty.ObjectVal(vars),
+			"path": cty.ObjectVal(map[string]cty.Value{
+				"module": cty.StringVal("."), "root": cty.StringVal("."), "cwd": cty.UnknownVal(cty.String),
+			}),
+		},
+		Functions: Functions(r),
+	}
 	// Locals in as many rounds as they need: each round adds those whose
 	// references the rounds before made known.
 	locals := map[string]cty.Value{}
+	unknown := func() map[string]cty.Value {
+		all := maps.Clone(locals)
+		for n := range e.locals {
+			if _, ok := all[n]; !ok {
+				all[n] = cty.DynamicVal
+			}
+		}
+		return all
+	}
 	for {
-		ctx.Variables["local"] = cty.ObjectVal(locals)
+		ctx.Variables["local"] = cty.ObjectVal(unknown())
 		added := false
 		for n, x := range e.locals {
 			if _, done := locals[n]; done {
@@ -121,4 +206,67 @@ func (e *Inputs) evalContext() *hcl.EvalContext {
 			return ctx
 		}
 	}
+}
+
+// varDecl is what a variable block says that early evaluation follows.
+type varDecl struct {
+	typ     cty.Type // its type constraint (cty.DynamicPseudoType: none, or any)
+	typeOK  bool     // typ is what the engine reads (false: the value is unknown here)
+	literal bool     // a -var or TF_VAR_ value is the string as given (no type, or a primitive one); else an expression
+	// constant, sensitive and ephemeral are the block's arguments; one
+	// that is not a literal bool counts as false for const, true for
+	// the others: the engine reports it, and nothing is guessed.
+	constant, sensitive, ephemeral bool
+}
+
+// declOf reads a variable block's arguments.
+func declOf(attrs hcl.Attributes) varDecl {
+	d := varDecl{typ: cty.DynamicPseudoType, typeOK: true, literal: true}
+	flag := func(name string, otherwise bool) bool {
+		at, ok := attrs[name]
+		if !ok {
+			return false
+		}
+		v, diags := at.Expr.Value(nil)
+		if diags.HasErrors() || !v.IsKnown() || v.IsNull() || v.Type() != cty.Bool {
+			return otherwise
+		}
+		return v.True()
+	}
+	d.constant, d.sensitive, d.ephemeral = flag("const", false), flag("sensitive", true), flag("ephemeral", true)
+	at, ok := attrs["type"]
+	if !ok {
+		return d
+	}
+	switch hcl.ExprAsKeyword(at.Expr) {
+	case "list":
+		d.typ, d.literal = cty.List(cty.DynamicPseudoType), false
+		return d
+	case "map":
+		d.typ, d.literal = cty.Map(cty.DynamicPseudoType), false
+		return d
+	}
+	ty, defaults, diags := typeexpr.TypeConstraintWithDefaults(at.Expr)
+	// Optional attributes' defaults are left to the engine: their
+	// application has changed between HCL releases.
+	d.typ, d.typeOK, d.literal = ty, !diags.HasErrors() && defaults == nil, ty.IsPrimitiveType()
+	return d
+}
+
+// refusal says why the engine, by rule r, does not take this variable's
+// value when it evaluates a module source at init ("" when it does).
+func (d varDecl) refusal(r Rules) string {
+	switch {
+	case r.Eval == EvalConst && d.sensitive:
+		return "is sensitive: Terraform evaluates only literal values and const variables during init, and a const variable cannot be sensitive"
+	case r.Eval == EvalConst && !d.constant:
+		return "is not const: Terraform evaluates only literal values and const variables (const = true) during init"
+	case r.Eval == EvalStatic && d.sensitive:
+		return "is sensitive: OpenTofu refuses a sensitive value, or one derived from it, in a module source"
+	case r.Eval == EvalStatic && d.ephemeral:
+		return "is ephemeral: OpenTofu refuses an ephemeral value, or one derived from it, in a module source"
+	case r.Eval == EvalNone:
+		return "is not evaluated: the engine evaluates no variable in a module source"
+	}
+	return ""
 }

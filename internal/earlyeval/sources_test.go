@@ -2,6 +2,7 @@ package earlyeval
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,11 +12,13 @@ import (
 )
 
 // ModuleSources evaluates the root module's dynamic module sources the
-// way the engine does at init: a variable's value from Given.Vars over a
-// var file over TF_VAR_* over its default, a generated auto.tfvars file,
-// a local built from a variable, path.module; and names, with its file
-// and line, a source it cannot evaluate (a function, a variable with no
-// value) instead of guessing.
+// way the engine does at init (here OpenTofu's rule, which takes every
+// variable that is not sensitive): a variable's value from Given.Vars
+// over a var file over TF_VAR_* over its default, a generated
+// auto.tfvars file, a local built from a variable, path.module, a
+// function the engine has; and names, with its file and line, a source
+// it cannot evaluate (an impure or filesystem function, a variable with
+// no value, try swallowing what is unknown here) instead of guessing.
 func TestModuleSourcesEvaluated(t *testing.T) {
 	dir := t.TempDir()
 	testenv.WriteTree(t, dir, map[string]string{
@@ -25,37 +28,100 @@ variable "b" {}
 variable "c" {}
 variable "d" {}
 variable "e" {}
+variable "n" { type = number }
 locals { base = "../../modules" }
 module "by_default" { source = "../../modules/${var.a}" }
 module "by_var"     { source = "${local.base}/${var.b}" }
 module "by_path"    { source = "${path.module}/../shared/${var.c}" }
 module "by_auto"    { source = "./mods/${var.d}" }
 module "by_env"     { source = var.e }
+module "by_number"  { source = "./n${var.n}" }
 module "literal"    { source = "./literal" }
 module "func"       { source = lower("./X") }
 module "unset"      { source = "./${var.nope}" }
+module "impure"     { source = "./${uuid()}" }
+module "file"       { source = file("src.txt") }
+module "try"        { source = try("./${path.cwd}", "./guess") }
 `,
 		"vars.tfvars": `b = "from-file"` + "\n",
+		"src.txt":     "./from-file",
 	})
 	cfs, err := modtree.ReadConfig(dir, nil, modtree.TerraformFiles)
 	require.NoError(t, err)
 	g := Given{
-		Vars:     map[string]string{"c": "from-var"},
+		Vars:     map[string]string{"c": "from-var", "n": "01"},
 		VarFiles: []string{"vars.tfvars"},
 		Env:      map[string]string{"TF_VAR_e": "./from-env", "TF_VAR_c": "loses-to-var", "TF_VAR_b": "loses-to-file"},
 	}
 	overlay := map[string][]byte{"gen.auto.tfvars.json": []byte(`{"d": "from-generated"}`)}
-	got, unknown := New(cfs, dir, overlay, g).ModuleSources()
+	got, unknown := New(cfs, dir, overlay, g).ModuleSources(Rules{Eval: EvalStatic})
 	require.Equal(t, map[string]string{
 		"by_default": "../../modules/dflt",
 		"by_var":     "../../modules/from-file",
 		"by_path":    "./../shared/from-var",
 		"by_auto":    "./mods/from-generated",
 		"by_env":     "./from-env",
+		"by_number":  "./n1", // converted to its type first, as the engine does
+		"func":       "./x",
 	}, got)
+	require.Len(t, unknown, 4, "%q", unknown)
+	for i, m := range []string{`main\.tf:17: module "unset"`, `main\.tf:18: module "impure"`, `main\.tf:19: module "file"`, `main\.tf:20: module "try"`} {
+		require.Regexp(t, m+` source: .+`, unknown[i])
+	}
+}
+
+// Each engine's rule decides which variables a source may read: under
+// Terraform's (EvalConst) only a const variable, so a source reading a
+// variable that is not const, directly or through a local, or a
+// sensitive one, is not evaluated, and the reason names the variable and
+// never holds its value; under OpenTofu's (EvalStatic) any variable but
+// a sensitive or ephemeral one; under an engine that evaluates nothing
+// early, nothing.
+func TestModuleSourcesByEngineRule(t *testing.T) {
+	const secret = "s3cr3t-t0ken"
+	dir := t.TempDir()
+	testenv.WriteTree(t, dir, map[string]string{"main.tf": `
+variable "name" {
+  type  = string
+  const = true
+}
+variable "plain" { type = string }
+variable "token" {
+  type      = string
+  sensitive = true
+}
+locals { url = "git::https://x:${var.token}@example.invalid/r.git" }
+module "by_const" { source = "../../modules/${lower(var.name)}" }
+module "by_plain" { source = "../../modules/${var.plain}" }
+module "by_token" { source = "git::https://x:${var.token}@example.invalid/r.git" }
+module "by_local" { source = local.url }
+`})
+	in := inputsOf(t, dir, modtree.TerraformFiles, Given{Vars: map[string]string{"name": "NET", "plain": "blue", "token": secret}})
+	reasons := func(unknown []string) string {
+		joined := strings.Join(unknown, "\n")
+		require.NotContains(t, joined, secret, "a reason never holds a value")
+		return joined
+	}
+
+	got, unknown := in.ModuleSources(Rules{Eval: EvalConst})
+	require.Equal(t, map[string]string{"by_const": "../../modules/net"}, got)
+	r := reasons(unknown)
+	require.Len(t, unknown, 3)
+	require.Regexp(t, `module "by_plain" source: var\.plain is not const`, r)
+	require.Regexp(t, `module "by_token" source: var\.token is sensitive`, r)
+	require.Regexp(t, `module "by_local" source: var\.token is sensitive`, r)
+
+	got, unknown = in.ModuleSources(Rules{Eval: EvalStatic})
+	require.Equal(t, map[string]string{"by_const": "../../modules/net", "by_plain": "../../modules/blue"}, got)
+	r = reasons(unknown)
 	require.Len(t, unknown, 2)
-	require.Regexp(t, `main\.tf:14: module "func" source: .*`, unknown[0])
-	require.Regexp(t, `main\.tf:15: module "unset" source: .*`, unknown[1])
+	require.Regexp(t, `module "by_token" source: var\.token is sensitive: OpenTofu refuses`, r)
+	require.Regexp(t, `module "by_local" source: var\.token is sensitive: OpenTofu refuses`, r)
+
+	got, unknown = in.ModuleSources(Rules{})
+	require.Nil(t, got)
+	require.Len(t, unknown, 4)
+	reasons(unknown)
 }
 
 // FromSource reads the component as the workdir will hold it: a
@@ -68,7 +134,7 @@ func TestFromSource(t *testing.T) {
 		"main.tf":          `module "m" { source = "./mods/${var.which}" }` + "\nvariable \"which\" {}\n",
 		"terraform.tfvars": `which = "own"`,
 	})
-	got, unknown := must(FromSource(dir, nil, modtree.TerraformFiles, Given{})).ModuleSources()
+	got, unknown := must(FromSource(dir, nil, modtree.TerraformFiles, Given{})).ModuleSources(Rules{Eval: EvalStatic})
 	require.Empty(t, unknown)
 	require.Equal(t, map[string]string{"m": "./mods/own"}, got)
 
@@ -77,7 +143,7 @@ func TestFromSource(t *testing.T) {
 		"terraform.tfvars": []byte(`which = "generated"`),
 		"sub/extra.tf":     []byte(`module "x" { source = "./${var.which}" }`),
 	}
-	got, unknown = must(FromSource(dir, files, modtree.TerraformFiles, Given{})).ModuleSources()
+	got, unknown = must(FromSource(dir, files, modtree.TerraformFiles, Given{})).ModuleSources(Rules{Eval: EvalStatic})
 	require.Empty(t, unknown)
 	require.Equal(t, map[string]string{"g": "./gen/generated"}, got)
 
