@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/tfisolate/tfisolate/internal/earlyeval"
@@ -77,13 +79,19 @@ func newEarlyInputs(files []modtree.ConfigFile, dir string, a Args, env map[stri
 
 // moduleSources sets spec.ModuleSources, where the engine evaluates
 // module sources early and the caller set none, to the values the
-// unit's variables give the component's dynamic module sources
-// (earlyeval.Inputs.ModuleSources: the unit's Args, its TF_VAR_* and the
-// process's, the component's and the generated variable files), so that
-// the workdir holds the local module each selects. Where one cannot be
-// evaluated, x.unknown says where and why (noted in the unit's log once
-// it is open): it is left to the engine, which reports a module directory
-// it cannot read.
+// unit's variables give the component's dynamic module sources by the
+// engine's rule (earlyeval.Inputs.ModuleSources: the unit's Args, its
+// TF_VAR_* and the process's, the component's and the generated
+// variable files), so that the workdir holds the local module each
+// selects. Where one cannot be evaluated, x.unknown says where and why
+// (noted in the unit's log once it is open), and it is left to the
+// engine: when it is a template that starts with a local path outside
+// the component, the directory that path names is materialized too
+// (earlyeval.Inputs.SourceDirs; within the workdir's budget, as any
+// source), so that the engine finds the module it evaluates the source
+// to, as plain terraform does in the repository. x.sources, which the
+// module walk follows, keeps only the evaluated values: a source left to
+// the engine stays one the engine resolves (terraform get).
 func (x *unitRun) moduleSources(spec *workdir.Spec) {
 	if !x.u.Args.early.Init || spec.ModuleSources != nil || !x.rs.hasDynamicSources(spec.Source) {
 		x.sources = spec.ModuleSources
@@ -93,8 +101,22 @@ func (x *unitRun) moduleSources(spec *workdir.Spec) {
 	if err != nil {
 		return // the workdir refuses the source by name
 	}
-	spec.ModuleSources, x.unknown = e.ModuleSources(x.u.Args.early)
-	x.sources = spec.ModuleSources
+	values, unknown := e.ModuleSources(x.u.Args.early)
+	x.sources, x.unknown = values, unknown
+	dirs := e.SourceDirs(x.u.Args.early, values)
+	if len(dirs) == 0 {
+		spec.ModuleSources = values
+		return
+	}
+	spec.ModuleSources = maps.Clone(values)
+	if spec.ModuleSources == nil {
+		spec.ModuleSources = map[string]string{}
+	}
+	for n, d := range dirs {
+		spec.ModuleSources[n] = d
+		x.reached = append(x.reached, fmt.Sprintf("module %q: %s", n, d))
+	}
+	slices.Sort(x.reached)
 }
 
 // sourceEarlyInputs reads what early evaluation reads in the component
@@ -123,6 +145,9 @@ func (rs *runState) hasDynamicSources(src string) bool {
 func (x *unitRun) walk() {
 	x.tree = modtree.WalkWith(x.dir, configRule(x.rs.eng.Kind), x.sources)
 	for _, u := range x.unknown {
-		x.out.note("modules: not evaluated, left to the engine (a local module outside the component is then not in the workdir): " + u)
+		x.out.note("modules: not evaluated, left to the engine: " + u)
+	}
+	for _, r := range x.reached {
+		x.out.note("modules: the directory a source left to the engine reaches is in the workdir, for the engine to find its module in: " + r)
 	}
 }

@@ -3,6 +3,7 @@ package earlyeval
 import (
 	"fmt"
 	"maps"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -267,6 +268,69 @@ func (d varDecl) refusal(r Rules) string {
 		return "is ephemeral: OpenTofu refuses an ephemeral value, or one derived from it, in a module source"
 	case r.Eval == EvalNone:
 		return "is not evaluated: the engine evaluates no variable in a module source"
+	}
+	return ""
+}
+
+// SourceDirs returns, for each root module call whose source is an
+// expression that values (ModuleSources' result under r) does not hold
+// and that the engine does not refuse by rule r (it reads no variable
+// the engine does not take), the
+// directory the engine will find the module under when the source is a
+// template that starts with a literal local path: "../../modules" for
+// "../../modules/${f(var.name)}", the literal part up to its last slash
+// (the engine then reads a directory somewhere under it, whatever the
+// rest evaluates to). A source that starts otherwise, or whose literal
+// part names a directory inside the component ("./mods/${...}": it is
+// copied whole anyway), gives none. The caller materializes those directories so that
+// the engine can answer for itself what ModuleSources could not.
+func (e *Inputs) SourceDirs(r Rules, values map[string]string) map[string]string {
+	var out map[string]string
+	for _, f := range e.files {
+		c, _, _ := f.Body.PartialContent(rootSchema)
+		for _, b := range c.Blocks {
+			if b.Type != "module" {
+				continue
+			}
+			name := b.Labels[0]
+			mc, _, _ := b.Body.PartialContent(moduleSchema)
+			at, ok := mc.Attributes["source"]
+			if _, evaluated := values[name]; !ok || evaluated || !modtree.DynamicExpr(exprText(f, at.Expr)) {
+				continue
+			}
+			dir := literalDir(at.Expr)
+			if dir == "" || e.refused(r, at.Expr.Variables()) != "" {
+				continue
+			}
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = dir
+		}
+	}
+	return out
+}
+
+// literalDir is the directory a template's leading literal names when it
+// is a local path ("./" or "../", the engines' rule for a local source)
+// with a slash after which the evaluated part comes, and lies outside
+// the component; "" otherwise.
+func literalDir(x hcl.Expression) string {
+	t, ok := x.(*hclsyntax.TemplateExpr)
+	if !ok || len(t.Parts) < 2 {
+		return ""
+	}
+	lit, ok := t.Parts[0].(*hclsyntax.LiteralValueExpr)
+	if !ok || lit.Val.Type() != cty.String {
+		return ""
+	}
+	s := lit.Val.AsString()
+	if !strings.HasPrefix(s, "./") && !strings.HasPrefix(s, "../") {
+		return ""
+	}
+	i := strings.LastIndex(s, "/")
+	if dir := path.Clean(s[:i+1]); dir == ".." || strings.HasPrefix(dir, "../") {
+		return dir
 	}
 	return ""
 }

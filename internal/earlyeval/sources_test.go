@@ -174,3 +174,32 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// SourceDirs names, for a source left to the engine that is a template
+// starting with a local path outside the component, the directory that
+// path names, where the engine will find its module; none for a source
+// evaluated, one the engine refuses by its rule (a variable not const
+// under Terraform), one inside the component, or one that does not start
+// with a literal local path.
+func TestSourceDirs(t *testing.T) {
+	dir := t.TempDir()
+	testenv.WriteTree(t, dir, map[string]string{"main.tf": `
+variable "name" {
+  const = true
+}
+variable "plain" {}
+locals { base = "../../modules" }
+module "engine_fn" { source = "../../modules/${tostring(var.name)}" }
+module "up"        { source = "../${tostring(var.name)}/x" }
+module "evaluated" { source = "../../modules/${lower(var.name)}" }
+module "refused"   { source = "../../modules/${tostring(var.plain)}" }
+module "inside"    { source = "./mods/${tostring(var.name)}" }
+module "by_local"  { source = "${local.base}/${tostring(var.name)}" }
+module "fn_first"  { source = lower("../../modules/${var.name}") }
+`})
+	in := inputsOf(t, dir, modtree.TerraformFiles, Given{Vars: map[string]string{"name": "NET", "plain": "x"}})
+	r := Rules{Eval: EvalConst}
+	values, _ := in.ModuleSources(r)
+	require.Equal(t, map[string]string{"evaluated": "../../modules/net", "fn_first": "../../modules/net"}, values)
+	require.Equal(t, map[string]string{"engine_fn": "../../modules", "up": ".."}, in.SourceDirs(r, values))
+}
