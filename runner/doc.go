@@ -255,6 +255,7 @@
 //     the local module it selects, outside the component too, is in the
 //     workdir; one left to the engine that starts with a local path
 //     outside the component has the directory that path names in the
-//     workdir. Affected follows the values, and counts every change for
-//     a unit whose source it cannot evaluate under either engine's rule.
+//     workdir. Affected follows the values under each engine's rule (a
+//     source an engine refuses reaches no module under it), and counts
+//     every change for a unit whose source it cannot evaluate.
 package runner

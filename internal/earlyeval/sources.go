@@ -37,9 +37,49 @@ func HasDynamicSources(dir string, rule modtree.Files) bool {
 // reason never holds a variable's value: a source that reads a variable
 // the engine does not evaluate (not const under Terraform, sensitive or
 // ephemeral under OpenTofu) is not evaluated at all, and the reason
-// names the variable.
+// names the variable (see Refused).
 func (e *Inputs) ModuleSources(r Rules) (values map[string]string, unknown []string) {
+	for _, s := range e.evalSources(r) {
+		switch {
+		case s.why != "":
+			unknown = append(unknown, s.why)
+		case values == nil:
+			values = map[string]string{s.name: s.value}
+		default:
+			values[s.name] = s.value
+		}
+	}
+	slices.Sort(unknown)
+	return values, unknown
+}
+
+// Refused returns those of ModuleSources' unknown that the engine itself
+// refuses by rule r, whatever the values (a variable it does not take):
+// such a source reaches no module under that engine. Sorted.
+func (e *Inputs) Refused(r Rules) []string {
+	var out []string
+	for _, s := range e.evalSources(r) {
+		if s.refused {
+			out = append(out, s.why)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// evalSource is one dynamic module source as evalSources evaluated it:
+// its value, or why not ("file:line: module "name" source: reason") and
+// whether that is the engine's own refusal.
+type evalSource struct {
+	name, value, why string
+	refused          bool
+}
+
+// evalSources evaluates the root module's dynamic module sources by rule
+// r (see ModuleSources).
+func (e *Inputs) evalSources(r Rules) []evalSource {
 	var ctx *hcl.EvalContext
+	var out []evalSource
 	for _, f := range e.files {
 		c, _, _ := f.Body.PartialContent(rootSchema)
 		for _, b := range c.Blocks {
@@ -54,31 +94,27 @@ func (e *Inputs) ModuleSources(r Rules) (values map[string]string, unknown []str
 			if ctx == nil {
 				ctx = e.evalContext(r)
 			}
-			name := b.Labels[0]
+			s := evalSource{name: b.Labels[0]}
 			why := e.refused(r, at.Expr.Variables())
-			var val cty.Value
+			s.refused = why != ""
 			if why == "" {
-				var diags hcl.Diagnostics
-				val, diags = at.Expr.Value(ctx)
+				val, diags := at.Expr.Value(ctx)
 				switch {
 				case diags.HasErrors():
 					why = diags.Errs()[0].Error()
 				case !val.IsWhollyKnown() || val.IsNull() || val.Type() != cty.String:
 					why = "it is not a known string"
+				default:
+					s.value = val.AsString()
 				}
 			}
 			if why != "" {
-				unknown = append(unknown, fmt.Sprintf("%s:%d: module %q source: %s", at.Range.Filename, at.Range.Start.Line, name, why))
-				continue
+				s.why = fmt.Sprintf("%s:%d: module %q source: %s", at.Range.Filename, at.Range.Start.Line, s.name, why)
 			}
-			if values == nil {
-				values = map[string]string{}
-			}
-			values[name] = val.AsString()
+			out = append(out, s)
 		}
 	}
-	slices.Sort(unknown)
-	return values, unknown
+	return out
 }
 
 // refused says why the engine, by rule r, does not evaluate an

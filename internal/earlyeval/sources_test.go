@@ -110,6 +110,7 @@ module "by_local" { source = local.url }
 	require.Regexp(t, `module "by_plain" source: var\.plain is not const`, r)
 	require.Regexp(t, `module "by_token" source: var\.token is sensitive`, r)
 	require.Regexp(t, `module "by_local" source: var\.token is sensitive`, r)
+	require.Equal(t, unknown, in.Refused(Rules{Eval: EvalConst}), "each one the engine's own refusal")
 
 	got, unknown = in.ModuleSources(Rules{Eval: EvalStatic})
 	require.Equal(t, map[string]string{"by_const": "../../modules/net", "by_plain": "../../modules/blue"}, got)
@@ -118,10 +119,23 @@ module "by_local" { source = local.url }
 	require.Regexp(t, `module "by_token" source: var\.token is sensitive: OpenTofu refuses`, r)
 	require.Regexp(t, `module "by_local" source: var\.token is sensitive: OpenTofu refuses`, r)
 
+	require.Equal(t, unknown, in.Refused(Rules{Eval: EvalStatic}))
+
 	got, unknown = in.ModuleSources(Rules{})
 	require.Nil(t, got)
 	require.Len(t, unknown, 4)
 	reasons(unknown)
+
+	// A source that does not evaluate here but that the engine takes is
+	// not a refusal.
+	testenv.WriteTree(t, dir, map[string]string{"main.tf": `
+variable "name" { type = string }
+module "m" { source = "../../modules/${tostring(var.name)}" }
+`})
+	in = inputsOf(t, dir, modtree.TerraformFiles, Given{Vars: map[string]string{"name": "net"}})
+	_, unknown = in.ModuleSources(Rules{Eval: EvalStatic})
+	require.Len(t, unknown, 1)
+	require.Empty(t, in.Refused(Rules{Eval: EvalStatic}))
 }
 
 // FromSource reads the component as the workdir will hold it: a
