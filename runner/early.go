@@ -16,9 +16,10 @@ import (
 // locals, evaluated at init. internal/earlyeval decides which commands
 // are then given the unit's variables (earlyeval.RulesOf), digests what
 // the backend and module calls read for the records, and evaluates a
-// root module's dynamic module sources, so that the workdir holds the
-// local module each selects (moduleSources); what does not evaluate is
-// left to the engine, never guessed. This file is the runner's side: the
+// root module's dynamic module sources by the engine's own rule and with
+// its functions (earlyeval.Rules.Eval, earlyeval.Functions), so that the
+// workdir holds the local module each selects (moduleSources); what does
+// not evaluate is left to the engine, never guessed. This file is the runner's side: the
 // unit's values, and when to ask.
 
 // earlyEvaluation reports whether engine e evaluates variables early.
