@@ -19,8 +19,8 @@ import (
 // root module's dynamic module sources by the engine's own rule and with
 // its functions (earlyeval.Rules.Eval, earlyeval.Functions), so that the
 // workdir holds the local module each selects (moduleSources); what does
-// not evaluate is left to the engine, never guessed. This file is the runner's side: the
-// unit's values, and when to ask.
+// not evaluate is left to the engine, never guessed. This file is the
+// runner's side: the unit's values, and when to ask.
 
 // earlyEvaluation reports whether engine e evaluates variables early.
 func earlyEvaluation(e engine.Info) bool { return earlyeval.RulesOf(e).Init }
