@@ -38,6 +38,7 @@ type Inputs struct {
 	locals   map[string]hcl.Expression // local -> its expression
 	localSrc map[string]string         // local -> its expression's text
 	values   map[string]string         // variable -> the value the unit gives it, tagged by kind
+	inFile   map[string]bool           // variable -> its value is a var file's (an HCL value, never parsed again)
 }
 
 var (
@@ -66,7 +67,7 @@ var (
 // workdir holds them).
 func New(files []modtree.ConfigFile, dir string, overlay map[string][]byte, g Given) *Inputs {
 	e := &Inputs{defaults: map[string]string{}, defExprs: map[string]hcl.Expression{}, declared: map[string]bool{}, decls: map[string]varDecl{},
-		locals: map[string]hcl.Expression{}, localSrc: map[string]string{}, values: map[string]string{}}
+		locals: map[string]hcl.Expression{}, localSrc: map[string]string{}, values: map[string]string{}, inFile: map[string]bool{}}
 	p := hclparse.NewParser()
 	for _, cf := range files {
 		f := parseConfig(p, cf.Name, cf.Data)
@@ -129,6 +130,7 @@ func New(files []modtree.ConfigFile, dir string, overlay map[string][]byte, g Gi
 	}
 	for _, n := range slices.Sorted(maps.Keys(g.Vars)) {
 		e.values[n] = "s:" + g.Vars[n]
+		delete(e.inFile, n)
 	}
 	return e
 }
@@ -176,6 +178,7 @@ func (e *Inputs) readVars(path string, b []byte) {
 		} else {
 			e.values[n] = "x:" + exprText(f, at.Expr)
 		}
+		e.inFile[n] = true
 	}
 }
 

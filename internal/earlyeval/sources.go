@@ -180,7 +180,9 @@ func (e *Inputs) evalContext(r Rules) *hcl.EvalContext {
 		var val cty.Value
 		if v, ok := e.values[n]; ok {
 			text, isString := strings.CutPrefix(v, "s:")
-			if isString && d.literal {
+			if isString && (d.literal || e.inFile[n]) {
+				// A -var or TF_VAR_ value of a variable without a type
+				// or with a primitive one, or a string a var file gives.
 				val = cty.StringVal(text)
 			} else {
 				// A var file's expression, or a -var or TF_VAR_ value of

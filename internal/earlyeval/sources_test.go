@@ -29,6 +29,8 @@ variable "c" {}
 variable "d" {}
 variable "e" {}
 variable "n" { type = number }
+variable "f" { type = any }
+variable "v" { type = any }
 locals { base = "../../modules" }
 module "by_default" { source = "../../modules/${var.a}" }
 module "by_var"     { source = "${local.base}/${var.b}" }
@@ -36,6 +38,8 @@ module "by_path"    { source = "${path.module}/../shared/${var.c}" }
 module "by_auto"    { source = "./mods/${var.d}" }
 module "by_env"     { source = var.e }
 module "by_number"  { source = "./n${var.n}" }
+module "file_any"   { source = "./f${var.f}" }
+module "var_any"    { source = "./v${var.v}" }
 module "literal"    { source = "./literal" }
 module "func"       { source = lower("./X") }
 module "unset"      { source = "./${var.nope}" }
@@ -43,13 +47,13 @@ module "impure"     { source = "./${uuid()}" }
 module "file"       { source = file("src.txt") }
 module "try"        { source = try("./${path.cwd}", "./guess") }
 `,
-		"vars.tfvars": `b = "from-file"` + "\n",
+		"vars.tfvars": `b = "from-file"` + "\n" + `f = "01"` + "\n",
 		"src.txt":     "./from-file",
 	})
 	cfs, err := modtree.ReadConfig(dir, nil, modtree.TerraformFiles)
 	require.NoError(t, err)
 	g := Given{
-		Vars:     map[string]string{"c": "from-var", "n": "01"},
+		Vars:     map[string]string{"c": "from-var", "n": "01", "v": "01"},
 		VarFiles: []string{"vars.tfvars"},
 		Env:      map[string]string{"TF_VAR_e": "./from-env", "TF_VAR_c": "loses-to-var", "TF_VAR_b": "loses-to-file"},
 	}
@@ -61,11 +65,13 @@ module "try"        { source = try("./${path.cwd}", "./guess") }
 		"by_path":    "./../shared/from-var",
 		"by_auto":    "./mods/from-generated",
 		"by_env":     "./from-env",
-		"by_number":  "./n1", // converted to its type first, as the engine does
+		"by_number":  "./n1",  // converted to its type first, as the engine does
+		"file_any":   "./f01", // a var file's string stays one
+		"var_any":    "./v1",  // a -var of a type that is not primitive is parsed as an expression
 		"func":       "./x",
 	}, got)
 	require.Len(t, unknown, 4, "%q", unknown)
-	for i, m := range []string{`main\.tf:17: module "unset"`, `main\.tf:18: module "impure"`, `main\.tf:19: module "file"`, `main\.tf:20: module "try"`} {
+	for i, m := range []string{`main\.tf:21: module "unset"`, `main\.tf:22: module "impure"`, `main\.tf:23: module "file"`, `main\.tf:24: module "try"`} {
 		require.Regexp(t, m+` source: .+`, unknown[i])
 	}
 }
