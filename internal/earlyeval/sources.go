@@ -298,6 +298,8 @@ func (d varDecl) refusal(r Rules) string {
 	switch {
 	case r.Eval == EvalConst && d.sensitive:
 		return "is sensitive: Terraform evaluates only literal values and const variables during init, and a const variable cannot be sensitive"
+	case r.Eval == EvalConst && d.ephemeral:
+		return "is ephemeral: Terraform evaluates only literal values and const variables during init, and a const variable cannot be ephemeral"
 	case r.Eval == EvalConst && !d.constant:
 		return "is not const: Terraform evaluates only literal values and const variables (const = true) during init"
 	case r.Eval == EvalStatic && d.sensitive:

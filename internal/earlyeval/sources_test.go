@@ -79,7 +79,7 @@ module "try"        { source = try("./${path.cwd}", "./guess") }
 // Each engine's rule decides which variables a source may read: under
 // Terraform's (EvalConst) only a const variable, so a source reading a
 // variable that is not const, directly or through a local, or a
-// sensitive one, is not evaluated, and the reason names the variable and
+// sensitive or ephemeral one, is not evaluated, and the reason names the variable and
 // never holds its value; under OpenTofu's (EvalStatic) any variable but
 // a sensitive or ephemeral one; under an engine that evaluates nothing
 // early, nothing.
@@ -96,13 +96,19 @@ variable "token" {
   type      = string
   sensitive = true
 }
+variable "eph" {
+  type      = string
+  const     = true
+  ephemeral = true
+}
 locals { url = "git::https://x:${var.token}@example.invalid/r.git" }
 module "by_const" { source = "../../modules/${lower(var.name)}" }
 module "by_plain" { source = "../../modules/${var.plain}" }
 module "by_token" { source = "git::https://x:${var.token}@example.invalid/r.git" }
 module "by_local" { source = local.url }
+module "by_eph"   { source = "./${var.eph}" }
 `})
-	in := inputsOf(t, dir, modtree.TerraformFiles, Given{Vars: map[string]string{"name": "NET", "plain": "blue", "token": secret}})
+	in := inputsOf(t, dir, modtree.TerraformFiles, Given{Vars: map[string]string{"name": "NET", "plain": "blue", "token": secret, "eph": secret}})
 	reasons := func(unknown []string) string {
 		joined := strings.Join(unknown, "\n")
 		require.NotContains(t, joined, secret, "a reason never holds a value")
@@ -112,8 +118,9 @@ module "by_local" { source = local.url }
 	got, unknown := in.ModuleSources(Rules{Eval: EvalConst})
 	require.Equal(t, map[string]string{"by_const": "../../modules/net"}, got)
 	r := reasons(unknown)
-	require.Len(t, unknown, 3)
+	require.Len(t, unknown, 4)
 	require.Regexp(t, `module "by_plain" source: var\.plain is not const`, r)
+	require.Regexp(t, `module "by_eph" source: var\.eph is ephemeral`, r)
 	require.Regexp(t, `module "by_token" source: var\.token is sensitive`, r)
 	require.Regexp(t, `module "by_local" source: var\.token is sensitive`, r)
 	require.Equal(t, unknown, in.Refused(Rules{Eval: EvalConst}), "each one the engine's own refusal")
@@ -121,7 +128,8 @@ module "by_local" { source = local.url }
 	got, unknown = in.ModuleSources(Rules{Eval: EvalStatic})
 	require.Equal(t, map[string]string{"by_const": "../../modules/net", "by_plain": "../../modules/blue"}, got)
 	r = reasons(unknown)
-	require.Len(t, unknown, 2)
+	require.Len(t, unknown, 3)
+	require.Regexp(t, `module "by_eph" source: var\.eph is ephemeral: OpenTofu refuses`, r)
 	require.Regexp(t, `module "by_token" source: var\.token is sensitive: OpenTofu refuses`, r)
 	require.Regexp(t, `module "by_local" source: var\.token is sensitive: OpenTofu refuses`, r)
 
@@ -129,7 +137,7 @@ module "by_local" { source = local.url }
 
 	got, unknown = in.ModuleSources(Rules{})
 	require.Nil(t, got)
-	require.Len(t, unknown, 4)
+	require.Len(t, unknown, 5)
 	reasons(unknown)
 
 	// A source that does not evaluate here but that the engine takes is
