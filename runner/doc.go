@@ -253,9 +253,9 @@
 //     functions the engine has at init (never an impure one, never
 //     guessed), and given to the workdir (workdir.Spec.ModuleSources), so
 //     the local module it selects, outside the component too, is in the
-//     workdir; one left to the engine that starts with a local path
-//     outside the component has the directory that path names in the
-//     workdir. Affected follows the values under each engine's rule (a
+//     workdir; one left to the engine whose known part starts with a
+//     local path outside the component has the directory that path
+//     names in the workdir. Affected follows the values under each engine's rule (a
 //     source an engine refuses reaches no module under it), and counts
 //     every change for a unit whose source it cannot evaluate.
 package runner

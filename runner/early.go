@@ -86,8 +86,8 @@ func newEarlyInputs(files []modtree.ConfigFile, dir string, a Args, env map[stri
 // variable files), so that the workdir holds the local module each
 // selects. Where one cannot be evaluated, x.unknown says where and why
 // (noted in the unit's log once it is open), and it is left to the
-// engine: when it is a template that starts with a local path outside
-// the component, the directory that path names is materialized too
+// engine: when what is known of it starts with a local path outside the
+// component, the directory that path names is materialized too
 // (earlyeval.Inputs.SourceDirs; within the workdir's budget, as any
 // source), so that the engine finds the module it evaluates the source
 // to, as plain terraform does in the repository. x.sources, which the

@@ -47,9 +47,10 @@
 //     does not take) is unknown, never missing. A source that does not
 //     evaluate to a known string is never guessed: it is returned with
 //     its file, line and reason, and a reason names a variable, never its
-//     value. SourceDirs names, for a source left to the engine that is a
-//     template starting with a local path outside the component, the
-//     directory that path names.
+//     value. SourceDirs names, for a source left to the engine whose
+//     known part (the engine's other functions taken as unknown) starts
+//     with a local path outside the component, the directory that path
+//     names.
 //   - HasDynamicSources and FromSource read the component's source
 //     directory as it is, before any workdir exists; nothing here caches.
 package earlyeval

@@ -3,6 +3,7 @@ package earlyeval
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
@@ -178,3 +179,46 @@ var coalesceFunc = function.New(&function.Spec{
 		return cty.NilVal, errors.New("no non-null, non-empty-string arguments")
 	},
 })
+
+// engineOnly are, by rule, the functions the engine has at init (in any
+// release that evaluates sources: Terraform 1.15 and 1.16; OpenTofu 1.10
+// and 1.12, read in their lang/functions.go) that Functions does not
+// evaluate here. SourceDirs gives them as stubs whose result is unknown,
+// so that a source calling one still shows its known prefix; listing one
+// the engine lacks costs only a directory materialized for a source the
+// engine then refuses.
+var engineOnly = map[Evaluation][]string{
+	EvalConst: append(strings.Fields(`abspath alltrue anytrue base64decode base64encode base64gzip
+		base64sha256 base64sha512 basename bcrypt can cidrhost cidrnetmask cidrsubnet cidrsubnets
+		contains convert dirname endswith ephemeralasnull`), commonEngineOnly...),
+	EvalStatic: append(strings.Fields(`abspath alltrue anytrue base64decode base64encode base64gunzip
+		base64gzip base64sha256 base64sha512 basename bcrypt can cidrcontains cidrhost cidrnetmask
+		cidrsubnet cidrsubnets contains dirname endswith ephemeralasnull urldecode`), commonEngineOnly...),
+}
+
+// commonEngineOnly are the rest of engineOnly, the same in both engines.
+var commonEngineOnly = strings.Fields(`file filebase64 filebase64sha256 filebase64sha512 fileexists
+	filemd5 fileset filesha1 filesha256 filesha512 index issensitive length list map matchkeys md5
+	merge nonsensitive one pathexpand plantimestamp rsadecrypt sensitive sha1 sha256 sha512
+	startswith strcontains sum templatefile templatestring textdecodebase64 textencodebase64 timecmp
+	timestamp tobool tolist tomap tonumber toset tostring transpose try urlencode uuid uuidv5
+	yamldecode yamlencode`)
+
+// unknownFunc is the stub of a function not evaluated here: any
+// arguments, an unknown result.
+var unknownFunc = function.New(&function.Spec{
+	VarParam: &function.Parameter{Name: "args", Type: cty.DynamicPseudoType,
+		AllowUnknown: true, AllowNull: true, AllowDynamicType: true, AllowMarked: true},
+	Type: function.StaticReturnType(cty.DynamicPseudoType),
+	Impl: func([]cty.Value, cty.Type) (cty.Value, error) { return cty.DynamicVal, nil },
+})
+
+// withStubs returns Functions(r) and, for each of engineOnly[r.Eval]
+// (under its core:: name too), unknownFunc.
+func withStubs(r Rules) map[string]function.Function {
+	out := maps.Clone(Functions(r))
+	for _, n := range engineOnly[r.Eval] {
+		out[n], out["core::"+n] = unknownFunc, unknownFunc
+	}
+	return out
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/tfisolate/tfisolate/internal/modtree"
 )
@@ -92,7 +93,7 @@ func (e *Inputs) evalSources(r Rules) []evalSource {
 				continue
 			}
 			if ctx == nil {
-				ctx = e.evalContext(r)
+				ctx = e.evalContext(r, Functions(r))
 			}
 			s := evalSource{name: b.Labels[0]}
 			why := e.refused(r, at.Expr.Variables())
@@ -165,11 +166,12 @@ func (e *Inputs) refused(r Rules, refs []hcl.Traversal) string {
 // unit's, else its default, converted to its type) where the engine
 // takes it, each local that evaluates from those, path.module and
 // path.root ("."; the root module is where the engine runs), and the
-// functions the engine has (Functions). Everything else the engine may
+// functions fns (Functions(r), the ones the engine has that are
+// evaluated here). Everything else the engine may
 // know is unknown here (a variable it does not take, a value we cannot
 // read, a local that does not evaluate here, path.cwd), never missing:
 // an expression reading it is unknown, never guessed.
-func (e *Inputs) evalContext(r Rules) *hcl.EvalContext {
+func (e *Inputs) evalContext(r Rules, fns map[string]function.Function) *hcl.EvalContext {
 	vars := map[string]cty.Value{}
 	for n := range e.declared {
 		vars[n] = cty.DynamicVal
@@ -215,7 +217,7 @@ func (e *Inputs) evalContext(r Rules) *hcl.EvalContext {
 				"module": cty.StringVal("."), "root": cty.StringVal("."), "cwd": cty.UnknownVal(cty.String),
 			}),
 		},
-		Functions: Functions(r),
+		Functions: fns,
 	}
 	// Locals in as many rounds as they need: each round adds those whose
 	// references the rounds before made known.
@@ -315,17 +317,21 @@ func (d varDecl) refusal(r Rules) string {
 // SourceDirs returns, for each root module call whose source is an
 // expression that values (ModuleSources' result under r) does not hold
 // and that the engine does not refuse by rule r (it reads no variable
-// the engine does not take), the
-// directory the engine will find the module under when the source is a
-// template that starts with a literal local path: "../../modules" for
-// "../../modules/${f(var.name)}", the literal part up to its last slash
-// (the engine then reads a directory somewhere under it, whatever the
-// rest evaluates to). A source that starts otherwise, or whose literal
-// part names a directory inside the component ("./mods/${...}": it is
-// copied whole anyway), gives none. The caller materializes those directories so that
-// the engine can answer for itself what ModuleSources could not.
+// the engine does not take), the directory the engine will find the
+// module under when what is known of the source starts with a local
+// path: "../../modules" for "../../modules/${tostring(var.name)}" or
+// "${local.base}/${f(var.name)}" with local.base = "../../modules",
+// the known prefix up to its last slash (the engine then reads a
+// directory somewhere under it, whatever the rest evaluates to). The
+// known prefix is the one the template (or format) gives when the
+// functions the engine has and this package does not evaluate are taken
+// as unknown. A source whose known part is no local path, or names a
+// directory inside the component ("./mods/${...}": it is copied whole
+// anyway), gives none. The caller materializes those directories so
+// that the engine can answer for itself what ModuleSources could not.
 func (e *Inputs) SourceDirs(r Rules, values map[string]string) map[string]string {
 	var out map[string]string
+	var ctx *hcl.EvalContext
 	for _, f := range e.files {
 		c, _, _ := f.Body.PartialContent(rootSchema)
 		for _, b := range c.Blocks {
@@ -335,11 +341,19 @@ func (e *Inputs) SourceDirs(r Rules, values map[string]string) map[string]string
 			name := b.Labels[0]
 			mc, _, _ := b.Body.PartialContent(moduleSchema)
 			at, ok := mc.Attributes["source"]
-			if _, evaluated := values[name]; !ok || evaluated || !modtree.DynamicExpr(exprText(f, at.Expr)) {
+			if _, evaluated := values[name]; !ok || evaluated || !modtree.DynamicExpr(exprText(f, at.Expr)) ||
+				e.refused(r, at.Expr.Variables()) != "" {
 				continue
 			}
-			dir := literalDir(at.Expr)
-			if dir == "" || e.refused(r, at.Expr.Variables()) != "" {
+			if ctx == nil {
+				ctx = e.evalContext(r, withStubs(r))
+			}
+			val, diags := at.Expr.Value(ctx)
+			if diags.HasErrors() || val.IsKnown() || val.Type() != cty.String {
+				continue
+			}
+			dir := localDir(val.Range().StringPrefix())
+			if dir == "" {
 				continue
 			}
 			if out == nil {
@@ -351,25 +365,15 @@ func (e *Inputs) SourceDirs(r Rules, values map[string]string) map[string]string
 	return out
 }
 
-// literalDir is the directory a template's leading literal names when it
+// localDir is the directory the known prefix of a source names when it
 // is a local path ("./" or "../", the engines' rule for a local source)
-// with a slash after which the evaluated part comes, and lies outside
-// the component; "" otherwise.
-func literalDir(x hcl.Expression) string {
-	t, ok := x.(*hclsyntax.TemplateExpr)
-	if !ok || len(t.Parts) < 2 {
+// up to its last slash, outside the component; "" otherwise.
+func localDir(prefix string) string {
+	if !strings.HasPrefix(prefix, "./") && !strings.HasPrefix(prefix, "../") {
 		return ""
 	}
-	lit, ok := t.Parts[0].(*hclsyntax.LiteralValueExpr)
-	if !ok || lit.Val.Type() != cty.String {
-		return ""
-	}
-	s := lit.Val.AsString()
-	if !strings.HasPrefix(s, "./") && !strings.HasPrefix(s, "../") {
-		return ""
-	}
-	i := strings.LastIndex(s, "/")
-	if dir := path.Clean(s[:i+1]); dir == ".." || strings.HasPrefix(dir, "../") {
+	i := strings.LastIndex(prefix, "/")
+	if dir := path.Clean(prefix[:i+1]); dir == ".." || strings.HasPrefix(dir, "../") {
 		return dir
 	}
 	return ""

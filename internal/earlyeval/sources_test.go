@@ -203,12 +203,14 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// SourceDirs names, for a source left to the engine that is a template
-// starting with a local path outside the component, the directory that
-// path names, where the engine will find its module; none for a source
-// evaluated, one the engine refuses by its rule (a variable not const
-// under Terraform), one inside the component, or one that does not start
-// with a literal local path.
+// SourceDirs names, for a source left to the engine whose known part
+// (a function the engine has but that is not evaluated here taken as
+// unknown; through a local and format too) starts with a local path
+// outside the component, the directory that path names, where the engine
+// will find its module; none for a source evaluated, one the engine
+// refuses by its rule (a variable not const under Terraform), one inside
+// the component, one calling a function no engine has, or one whose
+// known part is not a local path.
 func TestSourceDirs(t *testing.T) {
 	dir := t.TempDir()
 	testenv.WriteTree(t, dir, map[string]string{"main.tf": `
@@ -223,11 +225,15 @@ module "evaluated" { source = "../../modules/${lower(var.name)}" }
 module "refused"   { source = "../../modules/${tostring(var.plain)}" }
 module "inside"    { source = "./mods/${tostring(var.name)}" }
 module "by_local"  { source = "${local.base}/${tostring(var.name)}" }
+module "by_format" { source = format("../../modules/%s", tostring(var.name)) }
 module "fn_first"  { source = lower("../../modules/${var.name}") }
+module "no_engine" { source = "../../modules/${nosuchfunc(var.name)}" }
+module "fn_unknown" { source = tostring("../../modules/${var.name}") }
 `})
 	in := inputsOf(t, dir, modtree.TerraformFiles, Given{Vars: map[string]string{"name": "NET", "plain": "x"}})
 	r := Rules{Eval: EvalConst}
 	values, _ := in.ModuleSources(r)
 	require.Equal(t, map[string]string{"evaluated": "../../modules/net", "fn_first": "../../modules/net"}, values)
-	require.Equal(t, map[string]string{"engine_fn": "../../modules", "up": ".."}, in.SourceDirs(r, values))
+	require.Equal(t, map[string]string{"engine_fn": "../../modules", "up": "..", "by_local": "../../modules", "by_format": "../../modules"},
+		in.SourceDirs(r, values))
 }
