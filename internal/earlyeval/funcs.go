@@ -24,13 +24,14 @@ import (
 // and 1.12, read in their internal/lang/functions.go) take most pure
 // string, collection and encoding functions straight from go-cty's
 // stdlib, and so do we, for those whose go-cty behaviour is the same in
-// every go-cty release those engines build with (1.16.3 to 1.18.1).
+// every go-cty release those engines build with (1.16.3 to 1.18.1) and
+// ours (TestFunctionsLikeEngine checks each against the engine).
 // Left out, and so never evaluated here (a source that calls one is left
 // to the engine): every impure function (timestamp, plantimestamp, uuid,
 // bcrypt), every filesystem function (file, fileset, templatefile, ...:
 // they read the directory the engine runs in), try and can (they turn an
-// error into a value: a reference that is unknown or missing here must
-// stay an error, never become a guess), contains and merge (go-cty 1.18.1
+// error into a value: what does not evaluate here must never become a
+// fallback value the engine would not choose), contains and merge (go-cty 1.18.1
 // changed their null handling), the functions the engines implement
 // themselves but for the three below, and the ones only one engine has
 // (convert; urldecode, cidrcontains, base64gunzip).
