@@ -243,8 +243,8 @@ func applySideBySide(t *testing.T, e testenv.Engine, r *Runner, repo, src string
 // "../../modules/${var.name}" with name = "net" from a variable that is
 // not const is refused by Terraform and applied by OpenTofu, and from a
 // sensitive variable refused by both; from a function the SDK does not
-// evaluate, the engine's own answer (the workdir holds the directory the
-// source's literal part names, modules/): the runner gives the plain engine's answer each time, and never
+// evaluate, directly or through a local, the engine's own answer (the
+// workdir holds the directory the source's known part names, modules/): the runner gives the plain engine's answer each time, and never
 // evaluates what the engine refuses (the workdir then holds no module
 // the value would select).
 func TestDynamicSourceByEngineRule(t *testing.T) {
@@ -258,13 +258,16 @@ func TestDynamicSourceByEngineRule(t *testing.T) {
 			name, decl, source, value string
 			applies                   bool // under an engine that evaluates sources
 		}{
-			{"const", constVar(e, "name"), "${lower(var.name)}", "NET", true},
+			{"const", constVar(e, "name"), `"../../modules/${lower(var.name)}"`, "NET", true},
 			// A function the SDK does not evaluate (tostring is each
 			// engine's own): left to the engine, which finds the module
-			// in the directory the source's literal part names.
-			{"left-to-engine", constVar(e, "name"), "${tostring(var.name)}", "net", true},
-			{"not-const", "variable \"name\" {\n  type = string\n}\n", "${var.name}", "net", e.Kind == engine.OpenTofu},
-			{"sensitive", "variable \"name\" {\n  type      = string\n  sensitive = true\n}\n", "${var.name}", "net", false},
+			// in the directory the source's known part names, directly
+			// or through a local.
+			{"left-to-engine", constVar(e, "name"), `"../../modules/${tostring(var.name)}"`, "net", true},
+			{"left-to-engine-local", constVar(e, "name") + "locals {\n  base = \"../../modules\"\n}\n",
+				`"${local.base}/${tostring(var.name)}"`, "net", true},
+			{"not-const", "variable \"name\" {\n  type = string\n}\n", `"../../modules/${var.name}"`, "net", e.Kind == engine.OpenTofu},
+			{"sensitive", "variable \"name\" {\n  type      = string\n  sensitive = true\n}\n", `"../../modules/${var.name}"`, "net", false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				repo := t.TempDir()
@@ -272,7 +275,7 @@ func TestDynamicSourceByEngineRule(t *testing.T) {
 				writeTree(t, repo, map[string]string{
 					"components/app/main.tf": tc.decl + `
 module "m" {
-  source = "../../modules/` + tc.source + `"
+  source = ` + tc.source + `
 }
 resource "terraform_data" "app" { input = module.m.which }
 output "which" { value = module.m.which }
@@ -291,7 +294,7 @@ output "which" { value = module.m.which }
 				} else {
 					require.NoFileExists(t, filepath.Join(home, "src", "modules", "net", "main.tf"), "a source the engine refuses is never evaluated")
 				}
-				if tc.name != "left-to-engine" {
+				if !strings.HasPrefix(tc.name, "left-to-engine") {
 					require.NoFileExists(t, filepath.Join(home, "src", "modules", "dns", "main.tf"), "only the module selected")
 				}
 			})
