@@ -36,8 +36,10 @@
 //     (EvalStatic) every variable but a sensitive or ephemeral one.
 //     Functions is the one table of the functions each rule has: the
 //     pure ones both engines have at init that compute here what they
-//     compute there; never an impure one (timestamp, uuid, bcrypt), a
-//     filesystem one (file, templatefile, ...), try or can.
+//     compute there, and file of a file inside the directory the engine
+//     runs in; never an impure one (timestamp, uuid, bcrypt), another
+//     filesystem one (fileset, templatefile, ...), file of a path outside
+//     that directory, try or can.
 //   - ModuleSources evaluates only the root module's module sources that
 //     are expressions (modtree.DynamicExpr), by the engine's rule: from
 //     the variables' values it takes (the unit's, else the default,

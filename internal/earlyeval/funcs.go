@@ -4,14 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"github.com/tfisolate/tfisolate/internal/modtree"
 )
 
 // Functions returns the functions ModuleSources gives an expression under
@@ -28,8 +32,9 @@ import (
 // ours (TestFunctionsLikeEngine checks each against the engine).
 // Left out, and so never evaluated here (a source that calls one is left
 // to the engine): every impure function (timestamp, plantimestamp, uuid,
-// bcrypt), every filesystem function (file, fileset, templatefile, ...:
-// they read the directory the engine runs in), try and can (they turn an
+// bcrypt), every filesystem function (fileset, templatefile, ...: they
+// read the directory the engine runs in) but file, which ModuleSources
+// adds for a path inside that directory (fileFunc), try and can (they turn an
 // error into a value: what does not evaluate here must never become a
 // fallback value the engine would not choose), contains and merge (go-cty 1.18.1
 // changed their null handling), the functions the engines implement
@@ -180,6 +185,44 @@ var coalesceFunc = function.New(&function.Spec{
 		return cty.NilVal, errors.New("no non-null, non-empty-string arguments")
 	},
 })
+
+// fileFunc is file(path) as the engine has it at init, for a path inside
+// the directory the engine runs in (dir; generated files in overlay, by
+// slash path, read first, as the workdir holds them): the file's text,
+// which must be UTF-8. Any other path is an error, never a guess: an
+// absolute one, one leaving dir, one starting with "~" (the engine
+// expands it to a home directory), one under .terraform, .git or
+// terraform.tfstate.d (the workdir does not copy those), one that is not
+// a regular file.
+func fileFunc(dir string, overlay map[string][]byte) function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			p := args[0].AsString()
+			if strings.HasPrefix(p, "~") || !filepath.IsLocal(p) {
+				return cty.NilVal, fmt.Errorf("file(%q) is evaluated here only inside the directory the engine runs in", p)
+			}
+			rel := filepath.ToSlash(filepath.Clean(p))
+			for _, el := range strings.Split(rel, "/") {
+				if el == ".terraform" || el == ".git" || el == "terraform.tfstate.d" {
+					return cty.NilVal, fmt.Errorf("file(%q) reads a directory the workdir does not copy", p)
+				}
+			}
+			b, ok := overlay[rel]
+			if !ok {
+				var err error
+				if b, err = modtree.ReadRegular(filepath.Join(dir, rel)); err != nil {
+					return cty.NilVal, err
+				}
+			}
+			if !utf8.Valid(b) {
+				return cty.NilVal, fmt.Errorf("file(%q) is not UTF-8", p)
+			}
+			return cty.StringVal(string(b)), nil
+		},
+	})
+}
 
 // engineOnly are, by rule, the functions the engine has at init (in any
 // release that evaluates sources: Terraform 1.15 and 1.16; OpenTofu 1.10

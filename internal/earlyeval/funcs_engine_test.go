@@ -41,7 +41,7 @@ var functionSamples = []string{
 	`replace("a-b-c", "-", "/")`, `replace("net-v12", "/-v(\\d+)$/", "$1")`, `replace("aaa", "/a/", "b")`,
 	`lookup({a = "x"}, "a")`, `lookup({a = "x"}, "b", "dflt")`, `lookup({a = {b = "c"}}, "a")`,
 	`coalesce("", "x")`, `coalesce(null, "", "y")`, `coalesce(1, 2)`, `coalesce("", 3)`,
-	`core::lower("CORE")`, `lower("ÉTÉ")`, `upper("straße")`, `title("été")`,
+	`core::lower("CORE")`, `trimspace(file("which.txt"))`, `core::file("${path.module}/which.txt")`, `lower("ÉTÉ")`, `upper("straße")`, `title("été")`,
 }
 
 // TestFunctionsLikeEngine evaluates every function of the table, under
@@ -56,10 +56,13 @@ func TestFunctionsLikeEngine(t *testing.T) {
 		defer cancel()
 		info, err := engine.Detect(ctx, e.Path)
 		require.NoError(t, err)
-		fns := Functions(RulesOf(info))
-		if fns == nil {
+		if Functions(RulesOf(info)) == nil {
 			t.Skipf("skipping: %s evaluates no module source", info)
 		}
+		// The console runs in dir, as the engine runs in the component.
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "which.txt"), []byte("net\n"), 0o644))
+		fns := (&Inputs{dir: dir}).functions(RulesOf(info))
 		called := map[string]bool{}
 		for _, src := range functionSamples {
 			x, diags := hclsyntax.ParseExpression([]byte(src), "", hcl.InitialPos)
@@ -86,14 +89,15 @@ func TestFunctionsLikeEngine(t *testing.T) {
 		}), ", ") + "]"
 		x, diags := hclsyntax.ParseExpression([]byte(all), "", hcl.InitialPos)
 		require.False(t, diags.HasErrors(), "%s", diags)
-		v, diags := x.Value(&hcl.EvalContext{Functions: fns})
+		v, diags := x.Value(&hcl.EvalContext{Functions: fns, Variables: map[string]cty.Value{
+			"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(".")}),
+		}})
 		require.False(t, diags.HasErrors(), "%s", diags)
 		var ours []string
 		for _, el := range v.AsValueSlice() {
 			ours = append(ours, el.AsString())
 		}
 
-		dir := t.TempDir()
 		cli := filepath.Join(dir, "empty.tfrc")
 		require.NoError(t, os.WriteFile(cli, nil, 0o644))
 		cmd := exec.CommandContext(ctx, e.Path, "console")

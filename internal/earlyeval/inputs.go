@@ -30,6 +30,8 @@ type Given struct {
 // variables' defaults and the locals as written, and the values the unit
 // gives its variables, read once by New.
 type Inputs struct {
+	dir      string            // where the engine runs: file() reads relative to it
+	overlay  map[string][]byte // generated files standing in dir (slash paths), read before dir's own
 	files    []*hcl.File
 	defaults map[string]string         // variable -> its default's text ("" when it has none)
 	defExprs map[string]hcl.Expression // variable -> its default
@@ -66,7 +68,7 @@ var (
 // stand in dir beside, or in place of, the component's own (nil once the
 // workdir holds them).
 func New(files []modtree.ConfigFile, dir string, overlay map[string][]byte, g Given) *Inputs {
-	e := &Inputs{defaults: map[string]string{}, defExprs: map[string]hcl.Expression{}, declared: map[string]bool{}, decls: map[string]varDecl{},
+	e := &Inputs{dir: dir, overlay: overlay, defaults: map[string]string{}, defExprs: map[string]hcl.Expression{}, declared: map[string]bool{}, decls: map[string]varDecl{},
 		locals: map[string]hcl.Expression{}, localSrc: map[string]string{}, values: map[string]string{}, inFile: map[string]bool{}}
 	p := hclparse.NewParser()
 	for _, cf := range files {

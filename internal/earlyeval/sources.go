@@ -93,7 +93,7 @@ func (e *Inputs) evalSources(r Rules) []evalSource {
 				continue
 			}
 			if ctx == nil {
-				ctx = e.evalContext(r, Functions(r))
+				ctx = e.evalContext(r, e.functions(r))
 			}
 			s := evalSource{name: b.Labels[0]}
 			why := e.refused(r, at.Expr.Variables())
@@ -115,6 +115,20 @@ func (e *Inputs) evalSources(r Rules) []evalSource {
 			out = append(out, s)
 		}
 	}
+	return out
+}
+
+// functions are the functions a source is evaluated with under rule r:
+// Functions(r), and file for a path inside the directory the engine runs
+// in (fileFunc); nil when r evaluates nothing.
+func (e *Inputs) functions(r Rules) map[string]function.Function {
+	base := Functions(r)
+	if base == nil {
+		return nil
+	}
+	out := maps.Clone(base)
+	out["file"] = fileFunc(e.dir, e.overlay)
+	out["core::file"] = out["file"]
 	return out
 }
 
@@ -347,6 +361,9 @@ func (e *Inputs) SourceDirs(r Rules, values map[string]string) map[string]string
 			}
 			if ctx == nil {
 				ctx = e.evalContext(r, withStubs(r))
+				if fns := e.functions(r); fns != nil {
+					ctx.Functions["file"], ctx.Functions["core::file"] = fns["file"], fns["core::file"]
+				}
 			}
 			val, diags := at.Expr.Value(ctx)
 			if diags.HasErrors() || val.IsKnown() || val.Type() != cty.String {

@@ -1,6 +1,7 @@
 package earlyeval
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,9 +17,11 @@ import (
 // variable that is not sensitive): a variable's value from Given.Vars
 // over a var file over TF_VAR_* over its default, a generated
 // auto.tfvars file, a local built from a variable, path.module, a
-// function the engine has; and names, with its file and line, a source
-// it cannot evaluate (an impure or filesystem function, a variable with
-// no value, try swallowing what is unknown here) instead of guessing.
+// function the engine has, file of a file inside the component (a
+// generated one included); and names, with its file and line, a source
+// it cannot evaluate (an impure function, file of a path outside the
+// component or under ~, a variable with no value, try swallowing what is
+// unknown here) instead of guessing.
 func TestModuleSourcesEvaluated(t *testing.T) {
 	dir := t.TempDir()
 	testenv.WriteTree(t, dir, map[string]string{
@@ -45,6 +48,9 @@ module "func"       { source = lower("./X") }
 module "unset"      { source = "./${var.nope}" }
 module "impure"     { source = "./${uuid()}" }
 module "file"       { source = file("src.txt") }
+module "gen_file"   { source = file("${path.module}/gen.txt") }
+module "outside"    { source = file("../outside.txt") }
+module "home"       { source = file("~/src.txt") }
 module "try"        { source = try("./${path.cwd}", "./guess") }
 `,
 		"vars.tfvars": `b = "from-file"` + "\n" + `f = "01"` + "\n",
@@ -57,7 +63,8 @@ module "try"        { source = try("./${path.cwd}", "./guess") }
 		VarFiles: []string{"vars.tfvars"},
 		Env:      map[string]string{"TF_VAR_e": "./from-env", "TF_VAR_c": "loses-to-var", "TF_VAR_b": "loses-to-file"},
 	}
-	overlay := map[string][]byte{"gen.auto.tfvars.json": []byte(`{"d": "from-generated"}`)}
+	overlay := map[string][]byte{"gen.auto.tfvars.json": []byte(`{"d": "from-generated"}`), "gen.txt": []byte("./from-generated-file")}
+	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(dir), "outside.txt"), []byte("./outside"), 0o644))
 	got, unknown := New(cfs, dir, overlay, g).ModuleSources(Rules{Eval: EvalStatic})
 	require.Equal(t, map[string]string{
 		"by_default": "../../modules/dflt",
@@ -69,9 +76,11 @@ module "try"        { source = try("./${path.cwd}", "./guess") }
 		"file_any":   "./f01", // a var file's string stays one
 		"var_any":    "./v1",  // a -var of a type that is not primitive is parsed as an expression
 		"func":       "./x",
+		"file":       "./from-file", // a file inside the directory the engine runs in
+		"gen_file":   "./from-generated-file",
 	}, got)
-	require.Len(t, unknown, 4, "%q", unknown)
-	for i, m := range []string{`main\.tf:21: module "unset"`, `main\.tf:22: module "impure"`, `main\.tf:23: module "file"`, `main\.tf:24: module "try"`} {
+	require.Len(t, unknown, 5, "%q", unknown)
+	for i, m := range []string{`main\.tf:21: module "unset"`, `main\.tf:22: module "impure"`, `main\.tf:25: module "outside"`, `main\.tf:26: module "home"`, `main\.tf:27: module "try"`} {
 		require.Regexp(t, m+` source: .+`, unknown[i])
 	}
 }
