@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/tfisolate/tfisolate/internal/affected"
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/earlyeval"
 	"github.com/tfisolate/tfisolate/internal/fingerprint"
 	"github.com/tfisolate/tfisolate/internal/format"
 	"github.com/tfisolate/tfisolate/internal/inplace"
@@ -120,8 +122,11 @@ func (x *unitRun) forgetApplied() error {
 // module the unit's variables select, evaluated as the runner does for
 // the workdir (Args.Vars, Args.VarFiles, TF_VAR_* in Unit.Env and the
 // process, the component's variable files; Workdir.ModuleSources where
-// the caller gives them); where it cannot be evaluated (a value only
-// Generate gives, a function), every change counts as affecting the unit:
+// the caller gives them), by the rule of each engine (a source an engine
+// refuses, such as one reading a variable that is not const under
+// Terraform, reaches no module under it); where it cannot be evaluated
+// (a value only Generate gives, a function the SDK does not have), every
+// change counts as affecting the unit:
 // Affected may report more units than a change affects, never fewer.
 func Affected(units []Unit, base string, paths ...string) ([]string, error) {
 	for _, p := range paths {
@@ -146,7 +151,12 @@ func Affected(units []Unit, base string, paths ...string) ([]string, error) {
 				if err != nil {
 					return nil, nil, err
 				}
-				values, unknown := e.ModuleSources()
+				// Under the rules of the engine that reads these files; a
+				// source that engine refuses reaches no module under it.
+				r := earlyeval.NewestRules(ruleEngine(rule))
+				values, unknown := e.ModuleSources(r)
+				refused := e.Refused(r)
+				unknown = slices.DeleteFunc(unknown, func(u string) bool { return slices.Contains(refused, u) })
 				return values, unknown, nil
 			},
 		}

@@ -164,13 +164,19 @@ func TestAppliedRecordInPlace(t *testing.T) {
 // without a source by name, and hands internal/affected each unit's ID
 // (Stack/Instance when it has none), absolute var files and
 // -backend-config files, and its dynamic module sources evaluated from
-// its Args.Vars and Env, or Workdir.ModuleSources where the caller gives
-// them; a source it cannot evaluate makes every change count.
+// its Args.Vars and Env (by each engine's rule, with the functions it
+// has at init), or Workdir.ModuleSources where the caller gives them; a
+// source one engine refuses (a variable that is not const, to Terraform)
+// reaches no module under it, and one that cannot be evaluated (a
+// function the SDK does not have) makes every change count.
 func TestAffected(t *testing.T) {
 	repo := t.TempDir()
+	const which = "variable \"which\" {\n  const = true\n}\n"
 	writeTree(t, repo, map[string]string{
-		"components/app/main.tf":   "variable \"which\" {}\n" + `module "net" { source = "../../modules/${var.which}" }`,
-		"components/fn/main.tf":    "variable \"which\" { default = \"BLUE\" }\n" + `module "net" { source = "../../modules/${lower(var.which)}" }`,
+		"components/app/main.tf":   which + `module "net" { source = "../../modules/${var.which}" }`,
+		"components/fn/main.tf":    "variable \"which\" {\n  default = \"BLUE\"\n  const = true\n}\n" + `module "net" { source = "../../modules/${lower(var.which)}" }`,
+		"components/nc/main.tf":    "variable \"which\" {}\n" + `module "net" { source = "../../modules/${var.which}" }`,
+		"components/ts/main.tf":    which + `module "net" { source = "../../modules/${tostring(var.which)}" }`,
 		"components/db/main.tf":    `resource "terraform_data" "x" {}`,
 		"modules/blue/main.tf":     `output "o" { value = 1 }`,
 		"modules/green/main.tf":    `output "o" { value = 1 }`,
@@ -183,14 +189,16 @@ func TestAffected(t *testing.T) {
 		{ID: "env", Workdir: workdirSpec("s", "env", app, nil), Env: map[string]string{"TF_VAR_which": "green"}},
 		{Workdir: workdir.Spec{Stack: "s", Instance: "given", Source: app, ModuleSources: map[string]string{"net": "../../modules/green"}}},
 		{ID: "fn", Workdir: workdirSpec("s", "fn", filepath.Join(repo, "components/fn"), nil)},
+		{ID: "nc", Workdir: workdirSpec("s", "nc", filepath.Join(repo, "components/nc"), nil), Args: Args{Vars: map[string]string{"which": "blue"}}},
+		{ID: "ts", Workdir: workdirSpec("s", "ts", filepath.Join(repo, "components/ts"), nil), Args: Args{Vars: map[string]string{"which": "blue"}}},
 		{ID: "db", Workdir: workdirSpec("s", "db", filepath.Join(repo, "components/db"), nil), Args: Args{
 			VarFiles: []string{filepath.Join(repo, "vars/db.tfvars")}, BackendConfig: []string{filepath.Join(repo, "backends/db.s3.tfbackend")}}},
 	}
 	for path, want := range map[string][]string{
-		"modules/blue/main.tf":     {"vars", "fn"},
-		"modules/green/main.tf":    {"env", "s/given", "fn"},
-		"vars/db.tfvars":           {"fn", "db"},
-		"backends/db.s3.tfbackend": {"fn", "db"},
+		"modules/blue/main.tf":     {"vars", "fn", "nc", "ts"},
+		"modules/green/main.tf":    {"env", "s/given", "ts"},
+		"vars/db.tfvars":           {"ts", "db"},
+		"backends/db.s3.tfbackend": {"ts", "db"},
 	} {
 		got, err := Affected(units, repo, path)
 		require.NoError(t, err)

@@ -266,9 +266,14 @@
 //     values, never shared with a unit that gives other values (nor, when
 //     the source cannot be evaluated, with another component). A root
 //     module source that is an expression is evaluated from those values
-//     (locals and path.module; no functions, never guessed) and given to
-//     the workdir (workdir.Spec.ModuleSources), so the local module it
-//     selects, outside the component too, is in the workdir; Affected
-//     follows it, and counts every change for a unit whose source it
-//     cannot evaluate.
+//     by the engine's own rule (Terraform: literals and const variables;
+//     OpenTofu: no sensitive value), with locals, path.module and the
+//     functions the engine has at init (never an impure one, never
+//     guessed), and given to the workdir (workdir.Spec.ModuleSources), so
+//     the local module it selects, outside the component too, is in the
+//     workdir; one left to the engine whose known part starts with a
+//     local path outside the component has the directory that path
+//     names in the workdir. Affected follows the values under each engine's rule (a
+//     source an engine refuses reaches no module under it), and counts
+//     every change for a unit whose source it cannot evaluate.
 package runner

@@ -6,8 +6,13 @@ package runner
 // the matrix that evaluates them.
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -159,4 +164,140 @@ func TestDynamicLocalSourceOutsideComponent(t *testing.T) {
 			})
 		})
 	}
+}
+
+// sourceEngines runs fn under every engine of the matrix and under
+// Terraform 1.15.0, the release that introduced module sources from
+// variables.
+func sourceEngines(t *testing.T, fn func(t *testing.T, e testenv.Engine)) {
+	testenv.Engines(t, fn)
+	t.Run(testenv.Terraform115.Name(), func(t *testing.T) { fn(t, testenv.Terraform115.Engine(t)) })
+}
+
+// engineErrors are the summaries of the error diagnostics an engine
+// printed ("Error: Invalid module source" gives "Invalid module source").
+func engineErrors(out string) []string {
+	var s []string
+	for _, m := range regexp.MustCompile(`(?m)^[│ ]*Error: (.+)$`).FindAllStringSubmatch(out, -1) {
+		s = append(s, strings.TrimSpace(m[1]))
+	}
+	return s
+}
+
+// applySideBySide applies the component src of repo (a copy of it, with
+// the unit's generated files but its backend) with the plain engine,
+// `init -var ...` then `apply -var ...`, and the unit u through the
+// runner (Apply), and requires the same answer: the same output "which"
+// (the module the source selected), or both failing, the runner with
+// every error the plain engine printed. It returns whether they applied.
+func applySideBySide(t *testing.T, e testenv.Engine, r *Runner, repo, src string, u Unit) bool {
+	t.Helper()
+	rep, runErr := r.Run(testCtx(t), Apply, u) // a failed unit fails the Run: compared below
+	require.NotNil(t, rep, "%v", runErr)
+	res := rep.Results[0]
+
+	rel, err := filepath.Rel(repo, src)
+	require.NoError(t, err)
+	plain := filepath.Join(copyOf(t, repo), rel)
+	for n, b := range u.Workdir.Files {
+		require.NoError(t, os.WriteFile(filepath.Join(plain, n), b, 0o644))
+	}
+	require.NoError(t, os.Remove(filepath.Join(plain, "backend.tf.json")), "the plain engine keeps its state beside the copy")
+	cli := filepath.Join(t.TempDir(), "empty.tfrc")
+	require.NoError(t, os.WriteFile(cli, nil, 0o644))
+	env := append(testenv.TerraformEnv(cli), "TF_DATA_DIR="+filepath.Join(plain, ".plain-data"))
+	var vars []string
+	for _, n := range slices.Sorted(maps.Keys(u.Args.Vars)) {
+		vars = append(vars, "-var", n+"="+u.Args.Vars[n])
+	}
+	out, err := runEngine(testCtx(t), e.Path, plain, env, append([]string{"init", "-input=false", "-no-color"}, vars...)...)
+	if err == nil {
+		out, err = runEngine(testCtx(t), e.Path, plain, env, append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, vars...)...)
+	}
+	if err != nil {
+		want := engineErrors(out)
+		require.NotEmpty(t, want, "plain %s failed without an error diagnostic:\n%s", e.Name, out)
+		require.Equal(t, Failed, res.Status, "the runner applied where plain %s failed:\n%s", e.Name, out)
+		got := strings.Join(strings.Fields(fmt.Sprint(res.Err)+"\n"+fmt.Sprint(runErr)+"\n"+readFile(t, res.Log)), " ")
+		for _, w := range want {
+			require.Contains(t, got, strings.Join(strings.Fields(w), " "), "the runner failed otherwise than plain %s:\n%s", e.Name, out)
+		}
+		return false
+	}
+	require.NoError(t, runErr, "the runner failed where plain %s applied", e.Name)
+	require.Equal(t, Succeeded, res.Status, "the runner failed where plain %s applied: %v\n%s", e.Name, res.Err, readFile(t, res.Log))
+	want, err := runEngine(testCtx(t), e.Path, plain, env, "output", "-raw", "which")
+	require.NoError(t, err, want)
+	require.Equal(t, want, outputString(t, res, "which"), "the runner's module and plain %s's", e.Name)
+	return true
+}
+
+// TestDynamicSourceByEngineRule: a component of a stack layout whose
+// module source calls a function on a variable, `source =
+// "../../modules/${lower(var.name)}"` with name = "NET", applies
+// modules/net through the runner exactly where plain `init -var` and
+// `apply -var` of a copy of the repository do, under every engine of the
+// matrix and Terraform 1.15: Terraform 1.15 and 1.16 and OpenTofu 1.10
+// and 1.12 apply it (a const variable under Terraform); Terraform 1.11,
+// which evaluates no source, refuses it, and the runner with it.
+// "../../modules/${var.name}" with name = "net" from a variable that is
+// not const is refused by Terraform and applied by OpenTofu, and from a
+// sensitive variable refused by both; from a function the SDK does not
+// evaluate, directly or through a local, the engine's own answer (the
+// workdir holds the directory the source's known part names, modules/): the runner gives the plain engine's answer each time, and never
+// evaluates what the engine refuses (the workdir then holds no module
+// the value would select).
+func TestDynamicSourceByEngineRule(t *testing.T) {
+	sourceEngines(t, func(t *testing.T, e testenv.Engine) {
+		info, err := engine.Detect(testCtx(t), e.Path)
+		require.NoError(t, err)
+		early := earlyEvaluation(info)
+		w := newEngineWorld(t, e)
+		r := w.runner(t)
+		for _, tc := range []struct {
+			name, decl, source, value string
+			applies                   bool // under an engine that evaluates sources
+		}{
+			{"const", constVar(e, "name"), `"../../modules/${lower(var.name)}"`, "NET", true},
+			// A function the SDK does not evaluate (tostring is each
+			// engine's own): left to the engine, which finds the module
+			// in the directory the source's known part names, directly
+			// or through a local.
+			{"left-to-engine", constVar(e, "name"), `"../../modules/${tostring(var.name)}"`, "net", true},
+			{"left-to-engine-local", constVar(e, "name") + "locals {\n  base = \"../../modules\"\n}\n",
+				`"${local.base}/${tostring(var.name)}"`, "net", true},
+			{"not-const", "variable \"name\" {\n  type = string\n}\n", `"../../modules/${var.name}"`, "net", e.Kind == engine.OpenTofu},
+			{"sensitive", "variable \"name\" {\n  type      = string\n  sensitive = true\n}\n", `"../../modules/${var.name}"`, "net", false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				repo := t.TempDir()
+				src := filepath.Join(repo, "components", "app")
+				writeTree(t, repo, map[string]string{
+					"components/app/main.tf": tc.decl + `
+module "m" {
+  source = ` + tc.source + `
+}
+resource "terraform_data" "app" { input = module.m.which }
+output "which" { value = module.m.which }
+`,
+					"modules/net/main.tf": `output "which" { value = "net" }` + "\n",
+					"modules/dns/main.tf": `output "which" { value = "dns" }` + "\n",
+				})
+				u := w.unit(t, "app-"+tc.name, src, map[string]any{}, "app-"+tc.name)
+				u.Args.Vars = map[string]string{"name": tc.value}
+				applied := applySideBySide(t, e, r, repo, src, u)
+				require.Equal(t, early && tc.applies, applied, "%s applies the %s case", info, tc.name)
+				home, err := w.wd.Home(u.Workdir.Stack, u.Workdir.Instance)
+				require.NoError(t, err)
+				if applied {
+					require.FileExists(t, filepath.Join(home, "src", "modules", "net", "main.tf"), "the module the source selects is in the workdir")
+				} else {
+					require.NoFileExists(t, filepath.Join(home, "src", "modules", "net", "main.tf"), "a source the engine refuses is never evaluated")
+				}
+				if !strings.HasPrefix(tc.name, "left-to-engine") {
+					require.NoFileExists(t, filepath.Join(home, "src", "modules", "dns", "main.tf"), "only the module selected")
+				}
+			})
+		}
+	})
 }

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/tfisolate/tfisolate/internal/earlyeval"
@@ -14,10 +16,11 @@ import (
 // locals, evaluated at init. internal/earlyeval decides which commands
 // are then given the unit's variables (earlyeval.RulesOf), digests what
 // the backend and module calls read for the records, and evaluates a
-// root module's dynamic module sources, so that the workdir holds the
-// local module each selects (moduleSources); what does not evaluate is
-// left to the engine, never guessed. This file is the runner's side: the
-// unit's values, and when to ask.
+// root module's dynamic module sources by the engine's own rule and with
+// its functions (earlyeval.Rules.Eval, earlyeval.Functions), so that the
+// workdir holds the local module each selects (moduleSources); what does
+// not evaluate is left to the engine, never guessed. This file is the
+// runner's side: the unit's values, and when to ask.
 
 // earlyEvaluation reports whether engine e evaluates variables early.
 func earlyEvaluation(e engine.Info) bool { return earlyeval.RulesOf(e).Init }
@@ -29,6 +32,15 @@ func configRule(k engine.Kind) modtree.Files {
 		return modtree.TofuFiles
 	}
 	return modtree.TerraformFiles
+}
+
+// ruleEngine is the engine kind that reads configuration files by rule:
+// configRule's inverse.
+func ruleEngine(rule modtree.Files) engine.Kind {
+	if rule == modtree.TofuFiles {
+		return engine.OpenTofu
+	}
+	return engine.Terraform
 }
 
 // workdirEngine is the workdir.Engine of engine kind k.
@@ -68,13 +80,19 @@ func newEarlyInputs(files []modtree.ConfigFile, dir string, a Args, env map[stri
 
 // moduleSources sets spec.ModuleSources, where the engine evaluates
 // module sources early and the caller set none, to the values the
-// unit's variables give the component's dynamic module sources
-// (earlyeval.Inputs.ModuleSources: the unit's Args, its TF_VAR_* and the
-// process's, the component's and the generated variable files), so that
-// the workdir holds the local module each selects. Where one cannot be
-// evaluated, x.unknown says where and why (noted in the unit's log once
-// it is open): it is left to the engine, which reports a module directory
-// it cannot read.
+// unit's variables give the component's dynamic module sources by the
+// engine's rule (earlyeval.Inputs.ModuleSources: the unit's Args, its
+// TF_VAR_* and the process's, the component's and the generated
+// variable files), so that the workdir holds the local module each
+// selects. Where one cannot be evaluated, x.unknown says where and why
+// (noted in the unit's log once it is open), and it is left to the
+// engine: when what is known of it starts with a local path outside the
+// component, the directory that path names is materialized too
+// (earlyeval.Inputs.SourceDirs; within the workdir's budget, as any
+// source), so that the engine finds the module it evaluates the source
+// to, as plain terraform does in the repository. x.sources, which the
+// module walk follows, keeps only the evaluated values: a source left to
+// the engine stays one the engine resolves (terraform get).
 func (x *unitRun) moduleSources(spec *workdir.Spec) {
 	if !x.u.Args.early.Init || spec.ModuleSources != nil || !x.rs.hasDynamicSources(spec.Source) {
 		x.sources = spec.ModuleSources
@@ -84,8 +102,22 @@ func (x *unitRun) moduleSources(spec *workdir.Spec) {
 	if err != nil {
 		return // the workdir refuses the source by name
 	}
-	spec.ModuleSources, x.unknown = e.ModuleSources()
-	x.sources = spec.ModuleSources
+	values, unknown := e.ModuleSources(x.u.Args.early)
+	x.sources, x.unknown = values, unknown
+	dirs := e.SourceDirs(x.u.Args.early, values)
+	if len(dirs) == 0 {
+		spec.ModuleSources = values
+		return
+	}
+	spec.ModuleSources = maps.Clone(values)
+	if spec.ModuleSources == nil {
+		spec.ModuleSources = map[string]string{}
+	}
+	for n, d := range dirs {
+		spec.ModuleSources[n] = d
+		x.reached = append(x.reached, fmt.Sprintf("module %q: %s", n, d))
+	}
+	slices.Sort(x.reached)
 }
 
 // sourceEarlyInputs reads what early evaluation reads in the component
@@ -114,6 +146,9 @@ func (rs *runState) hasDynamicSources(src string) bool {
 func (x *unitRun) walk() {
 	x.tree = modtree.WalkWith(x.dir, configRule(x.rs.eng.Kind), x.sources)
 	for _, u := range x.unknown {
-		x.out.note("modules: not evaluated, left to the engine (a local module outside the component is then not in the workdir): " + u)
+		x.out.note("modules: not evaluated, left to the engine: " + u)
+	}
+	for _, r := range x.reached {
+		x.out.note("modules: the directory a source left to the engine reaches is in the workdir, for the engine to find its module in: " + r)
 	}
 }

@@ -42,10 +42,15 @@ type unitRun struct {
 	w    *workdir.Workdir
 	dir  string        // where terraform runs: the component inside the workdir
 	tree *modtree.Tree // the module tree at dir, walked once per unit
-	// sources are the workdir's Spec.ModuleSources (see moduleSources);
-	// unknown says where a dynamic source could not be evaluated.
+	// sources are the evaluated values of the dynamic module sources
+	// (the workdir's Spec.ModuleSources but the directories reached; see
+	// moduleSources); unknown says where a dynamic source could not be
+	// evaluated.
 	sources map[string]string
 	unknown []string
+	// reached names the directories materialized for sources left to
+	// the engine (see moduleSources).
+	reached []string
 	root    *rootConfig // the root module's configuration, read once per unit (readRootConfig)
 	// generated are the files generated into the workdir (the spec's
 	// and Generate's), by the names the unit gave them: a saved plan's

@@ -23,7 +23,9 @@
 //     parent, so it still affects its directory.
 //   - A root module whose module sources are expressions reaches the
 //     modules the unit's values select (Unit.ModuleSources, else
-//     Unit.Evaluate); where one cannot be evaluated, every change counts:
+//     Unit.Evaluate, by each engine's rule: a source an engine refuses
+//     reaches no module under it); where one cannot be evaluated, under
+//     either engine's rule, every change counts:
 //     Units may report more units than a change affects, never fewer.
 //   - Cost follows distinct sources: what follows from a component's
 //     directory is walked once for all its instances (once per distinct

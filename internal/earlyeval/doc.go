@@ -30,12 +30,29 @@
 //     the same digits as a -var) may digest differently, so a record
 //     keyed by a digest may see a change where there is none, never
 //     miss one.
+//   - RulesOf also decides how a module source evaluates (Rules.Eval):
+//     Terraform's rule (EvalConst) takes literals and const variables
+//     only, any other variable being unknown at init; OpenTofu's
+//     (EvalStatic) every variable but a sensitive or ephemeral one.
+//     Functions is the one table of the functions each rule has: the
+//     pure ones both engines have at init that compute here what they
+//     compute there, and file of a file inside the directory the engine
+//     runs in; never an impure one (timestamp, uuid, bcrypt), another
+//     filesystem one (fileset, templatefile, ...), file of a path outside
+//     that directory, try or can.
 //   - ModuleSources evaluates only the root module's module sources that
-//     are expressions (modtree.DynamicExpr), from the variables' values
-//     (the unit's, else the default), the locals that evaluate from them,
-//     and path.module and path.root ("."); no function, no path.cwd, no
-//     resource. A source that does not evaluate to a known string is
-//     never guessed: it is returned with its file, line and reason.
+//     are expressions (modtree.DynamicExpr), by the engine's rule: from
+//     the variables' values it takes (the unit's, else the default,
+//     converted to the variable's type), the locals that evaluate from
+//     them, path.module and path.root ("."), and Functions; what the
+//     engine may know but this package does not (path.cwd, a variable it
+//     does not take) is unknown, never missing. A source that does not
+//     evaluate to a known string is never guessed: it is returned with
+//     its file, line and reason, and a reason names a variable, never its
+//     value. SourceDirs names, for a source left to the engine whose
+//     known part (the engine's other functions taken as unknown) starts
+//     with a local path outside the component, the directory that path
+//     names.
 //   - HasDynamicSources and FromSource read the component's source
 //     directory as it is, before any workdir exists; nothing here caches.
 package earlyeval

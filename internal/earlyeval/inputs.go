@@ -30,13 +30,17 @@ type Given struct {
 // variables' defaults and the locals as written, and the values the unit
 // gives its variables, read once by New.
 type Inputs struct {
+	dir      string            // where the engine runs: file() reads relative to it
+	overlay  map[string][]byte // generated files standing in dir (slash paths), read before dir's own
 	files    []*hcl.File
 	defaults map[string]string         // variable -> its default's text ("" when it has none)
 	defExprs map[string]hcl.Expression // variable -> its default
 	declared map[string]bool           // variables the module declares
+	decls    map[string]varDecl        // variable -> what its block says besides its default
 	locals   map[string]hcl.Expression // local -> its expression
 	localSrc map[string]string         // local -> its expression's text
 	values   map[string]string         // variable -> the value the unit gives it, tagged by kind
+	inFile   map[string]bool           // variable -> its value is a var file's (an HCL value, never parsed again)
 }
 
 var (
@@ -50,8 +54,10 @@ var (
 		{Type: "backend", LabelNames: []string{"type"}},
 		{Type: "cloud"},
 	}}
-	variableSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "default"}}}
-	moduleSchema   = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "source"}, {Name: "version"}}}
+	variableSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "default"}, {Name: "type"}, {Name: "const"}, {Name: "sensitive"}, {Name: "ephemeral"},
+	}}
+	moduleSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "source"}, {Name: "version"}}}
 )
 
 // New reads the root module's configuration files (the ones its engine
@@ -62,8 +68,8 @@ var (
 // stand in dir beside, or in place of, the component's own (nil once the
 // workdir holds them).
 func New(files []modtree.ConfigFile, dir string, overlay map[string][]byte, g Given) *Inputs {
-	e := &Inputs{defaults: map[string]string{}, defExprs: map[string]hcl.Expression{}, declared: map[string]bool{}, locals: map[string]hcl.Expression{},
-		localSrc: map[string]string{}, values: map[string]string{}}
+	e := &Inputs{dir: dir, overlay: overlay, defaults: map[string]string{}, defExprs: map[string]hcl.Expression{}, declared: map[string]bool{}, decls: map[string]varDecl{},
+		locals: map[string]hcl.Expression{}, localSrc: map[string]string{}, values: map[string]string{}, inFile: map[string]bool{}}
 	p := hclparse.NewParser()
 	for _, cf := range files {
 		f := parseConfig(p, cf.Name, cf.Data)
@@ -82,6 +88,7 @@ func New(files []modtree.ConfigFile, dir string, overlay map[string][]byte, g Gi
 					e.defaults[n] = exprText(f, d.Expr)
 					e.defExprs[n] = d.Expr
 				}
+				e.decls[n] = declOf(vc.Attributes)
 			case "locals":
 				attrs, _ := b.Body.JustAttributes()
 				for n, at := range attrs {
@@ -125,6 +132,7 @@ func New(files []modtree.ConfigFile, dir string, overlay map[string][]byte, g Gi
 	}
 	for _, n := range slices.Sorted(maps.Keys(g.Vars)) {
 		e.values[n] = "s:" + g.Vars[n]
+		delete(e.inFile, n)
 	}
 	return e
 }
@@ -172,6 +180,7 @@ func (e *Inputs) readVars(path string, b []byte) {
 		} else {
 			e.values[n] = "x:" + exprText(f, at.Expr)
 		}
+		e.inFile[n] = true
 	}
 }
 
