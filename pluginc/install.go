@@ -282,7 +282,7 @@ func (c *Cache) migrate(id PackageID) (Package, bool) {
 // its own. The caller holds the package lock.
 func (c *Cache) copyLegacy(id PackageID, oldDir string, m *meta) (Package, error) {
 	c.sweep(id)
-	tmp := filepath.Join(c.dir, stateDir, "tmp", store.TempPrefix(pkgKey(id))+".d")
+	tmp := filepath.Join(c.dir, stateDir, "tmp", store.TempPrefix(pkgKey(id))+"-copy.d")
 	defer store.RemoveAll(tmp) // gone once placed
 	if err := reflink.CopyTree(tmp, oldDir); err != nil {
 		return Package{}, err
