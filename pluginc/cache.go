@@ -182,8 +182,8 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 		lockPerm = 0o644 // flock opens lock files read-only
 	}
 	c := &Cache{dir: abs, trust: tr, locks: store.NewLocks(filepath.Join(abs, stateDir, "locks"), lockPerm, 0)}
-	for _, sub := range []string{"locks", "tmp", "meta"} {
-		if err := c.mkdirs(filepath.Join(stateDir, sub)); err != nil {
+	for _, sub := range []string{filepath.Join(stateDir, "locks"), filepath.Join(stateDir, "tmp"), current.packages, current.records} {
+		if err := c.mkdirs(sub); err != nil {
 			return nil, fmt.Errorf("pluginc: open cache %s: %w", dir, err)
 		}
 	}
@@ -214,6 +214,16 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 
 // Dir returns the absolute cache directory.
 func (c *Cache) Dir() string { return c.dir }
+
+// PackagesDir returns the dir inside Dir that holds the cache's packages
+// in Terraform's unpacked filesystem-mirror layout
+// (HOST/NAMESPACE/TYPE/VERSION/OS_ARCH below it): what CLIConfig hands
+// Terraform as its filesystem_mirror, and what a FilesystemMirror source
+// or a plain engine's filesystem_mirror block may read. Only the cache
+// writes there. It is not Dir itself, since a plain terraform or tofu
+// given Dir as its plugin cache unpacks into Dir's own
+// HOST/NAMESPACE/TYPE/VERSION/OS_ARCH in place.
+func (c *Cache) PackagesDir() string { return filepath.Join(c.dir, current.packages) }
 
 // Stats returns the counters since Open.
 func (c *Cache) Stats() Stats {

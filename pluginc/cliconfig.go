@@ -12,10 +12,11 @@ import (
 
 // CLIConfig returns a Terraform CLI configuration that installs every
 // provider present in the cache from the cache, as a filesystem_mirror in
-// the unpacked layout (Terraform then symlinks the package into its data
-// dir and never writes to the cache), and everything else directly. It
-// never sets plugin_cache_dir: Terraform's own cache writes are not safe
-// under concurrency. Call it after Ensure so the providers are present.
+// the unpacked layout at PackagesDir (Terraform then symlinks the package
+// into its data dir and never writes to the cache), and everything else
+// directly. It never sets plugin_cache_dir: Terraform's own cache writes
+// are not safe under concurrency. Call it after Ensure so the providers
+// are present.
 //
 // The configuration is in JSON syntax, which Terraform's CLI config parser
 // reads as well as its native syntax. Terraform parses CLI configs with
@@ -38,7 +39,7 @@ func (c *Cache) CLIConfig() []byte {
 	// HCL 1's JSON form spells every block as a list of objects.
 	var m method
 	if provs := c.cachedProviders(); len(provs) > 0 {
-		m.FilesystemMirror = []mirror{{Path: filepath.ToSlash(c.dir), Include: provs}}
+		m.FilesystemMirror = []mirror{{Path: filepath.ToSlash(c.PackagesDir()), Include: provs}}
 		m.Direct = []direct{{Exclude: provs}}
 	} else {
 		m.Direct = []direct{{}}
@@ -147,7 +148,7 @@ func (c *Cache) CLIConfigFor(user *cliconfig.File) []byte {
 		put("dev_overrides", []map[string]string{pi.DevOverrides})
 	}
 	if len(provs) > 0 {
-		method("filesystem_mirror", map[string]any{"path": filepath.ToSlash(c.dir), "include": provs})
+		method("filesystem_mirror", map[string]any{"path": filepath.ToSlash(c.PackagesDir()), "include": provs})
 	}
 	if pi == nil {
 		direct := map[string]any{}
@@ -200,16 +201,17 @@ func writeJSON(b *bytes.Buffer, v any) {
 // complete package in the cache.
 func (c *Cache) cachedProviders() []string {
 	var out []string
-	hosts, _ := os.ReadDir(c.dir)
+	root := c.PackagesDir()
+	hosts, _ := os.ReadDir(root)
 	for _, h := range hosts {
-		if !h.IsDir() || h.Name() == stateDir || h.Name()[0] == '.' {
+		if !h.IsDir() || h.Name()[0] == '.' {
 			continue
 		}
-		nss, _ := os.ReadDir(filepath.Join(c.dir, h.Name()))
+		nss, _ := os.ReadDir(filepath.Join(root, h.Name()))
 		for _, ns := range nss {
-			types, _ := os.ReadDir(filepath.Join(c.dir, h.Name(), ns.Name()))
+			types, _ := os.ReadDir(filepath.Join(root, h.Name(), ns.Name()))
 			for _, t := range types {
-				if hasPackage(filepath.Join(c.dir, h.Name(), ns.Name(), t.Name())) {
+				if hasPackage(filepath.Join(root, h.Name(), ns.Name(), t.Name())) {
 					out = append(out, h.Name()+"/"+ns.Name()+"/"+t.Name())
 				}
 			}

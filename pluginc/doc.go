@@ -35,7 +35,8 @@
 //     whose OpenPGP signature matches the registry's keys, or against a
 //     mirror's hashes), unpacked into a temp dir in the cache's own
 //     filesystem, fsynced and renamed into place as
-//     DIR/HOST/NAMESPACE/TYPE/VERSION/OS_ARCH. A process killed at any
+//     DIR/.pluginc/packages/HOST/NAMESPACE/TYPE/VERSION/OS_ARCH
+//     (PackagesDir). A process killed at any
 //     point leaves only temp files in DIR/.pluginc/tmp, which the next
 //     Open or the next installer of that package removes, each only while
 //     holding that package's lock (so never a live process's files).
@@ -52,7 +53,7 @@
 //     *InstallError naming the provider, version, platform and URL,
 //     wrapping a sentinel from errors.go.
 //   - Trust never comes from the bytes on disk alone. Each install writes
-//     a record (DIR/.pluginc/meta/.../OS_ARCH.json, before the package is
+//     a record (DIR/.pluginc/records/.../OS_ARCH.json, before the package is
 //     renamed into place) of what was verified: the package's h1:, the
 //     zh: of its zip as checked against the source, the lock file hashes,
 //     every directory's mode, and every file's path, size, mode, SHA-256
@@ -74,6 +75,36 @@
 //     entry, and once it has seen one the entry is gone, so CLIConfig no
 //     longer points Terraform at it. A Package's hashes, and so LockFile,
 //     come only from a verified install.
+//   - What the SDK's terraform executes is something no plain engine
+//     writes. A plain terraform or tofu of the same user given DIR as its
+//     plugin cache (plugin_cache_dir, TF_PLUGIN_CACHE_DIR: one cache for
+//     everything on a CI agent) unpacks in place into
+//     DIR/HOST/NAMESPACE/TYPE/VERSION/OS_ARCH, truncating and rewriting
+//     the files there on every init; it never writes below DIR/.pluginc,
+//     which it skips as an invalid hostname. The cache's packages, what
+//     CLIConfig points Terraform at, are only there, so such an engine
+//     keeps working (DIR's top level is its plugin cache, which the cache
+//     never reads, writes or hands out) and never breaks a unit, whatever
+//     package it installs for the same address and version.
+//   - A cache of the previous layout is used, not thrown away. Releases
+//     before this one kept packages at DIR/HOST/NAMESPACE/TYPE/VERSION/OS_ARCH
+//     and records in DIR/.pluginc/meta. A package missing from the
+//     current layout whose old entry has an install record the cache can
+//     prove it wrote (the same rules as for any record) is copied, under
+//     the package's flock, file by file into new inodes, verified against
+//     that record (names, types, sizes, modes, SHA-256, the h1: they make)
+//     and placed with a record of its own: no download. An old entry that
+//     fails any of that is only logged (Info), never an error, and the
+//     package is installed from its source. Old entries and records are
+//     never changed or removed: a previous release's process may still
+//     run on the same cache during a rolling upgrade, and it keeps
+//     working. The lock and temp-file names are the same in both
+//     layouts, so the two releases' processes exclude each other per
+//     package and sweep each other's leftovers; each release downloads
+//     into its own layout, so a package neither had may be downloaded
+//     once by each. Once no previous release uses the cache,
+//     DIR/.pluginc/meta and the top-level HOST dirs may be removed (the
+//     latter only if no plain engine uses DIR as its plugin cache).
 //   - Only the effective user (or root) writes the cache. Open refuses a
 //     cache root, or a dir above it, that another user owns or that its
 //     group or others can write to, as ssh and gpg refuse such dirs (a
@@ -154,7 +185,7 @@
 //     without a lock, unpacking straight into the final path
 //     (hashicorp/terraform#31964), so concurrent inits sharing one tear
 //     each other's packages. Terraform gets the cache as a read-only
-//     filesystem_mirror instead and never writes to it.
+//     filesystem_mirror (PackagesDir) instead and never writes to it.
 //   - A CLI config file Terraform would refuse is refused by name:
 //     cliconfig's errors (*cliconfig.Error, ErrInvalidCLIConfig) and
 //     SourcesFrom's name the file and the line.

@@ -40,7 +40,7 @@ func install(t *testing.T) *installed {
 	v, _ := parseVersion("1.0.0")
 	in := &installed{f: f, dir: dir, pkg: pkgs[0], lock: LockFile(pkgs),
 		bin:  filepath.Join(pkgs[0].Dir, testprovider.ExecutableName("1.0.0")),
-		meta: filepath.Join(dir, stateDir, "meta", f.p.Hostname, f.p.Namespace, f.p.Type, v.String(), testprovider.Platform+".json")}
+		meta: filepath.Join(dir, current.recordRel(PackageID{Provider: f.p, Version: v.String()}), testprovider.Platform+".json")}
 	in.clean, err = os.ReadFile(in.bin)
 	require.NoError(t, err)
 	_, err = os.Stat(in.meta)

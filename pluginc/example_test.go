@@ -101,7 +101,7 @@ func ExampleCache_Ensure() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rel, _ := filepath.Rel(cache.Dir(), pkgs[0].Dir)
+	rel, _ := filepath.Rel(cache.PackagesDir(), pkgs[0].Dir)
 	fmt.Println(filepath.ToSlash(rel))
 	fmt.Printf("%+v\n", cache.Stats().Downloads)
 	fmt.Print(string(pluginc.LockFile(pkgs)))

@@ -33,7 +33,7 @@ func TestFilesystemMirrorEnsure(t *testing.T) {
 	require.Equal(t, "1.1.0", pkg.Version)
 	require.Equal(t, testprovider.Platform, pkg.Platform)
 	require.Equal(t, "~> 1.0", pkg.Constraints)
-	require.Equal(t, filepath.Join(c.Dir(), testprovider.Host, testprovider.Namespace, testprovider.Type, "1.1.0", testprovider.Platform), pkg.Dir)
+	require.Equal(t, filepath.Join(c.PackagesDir(), testprovider.Host, testprovider.Namespace, testprovider.Type, "1.1.0", testprovider.Platform), pkg.Dir)
 	fi, err := os.Stat(filepath.Join(pkg.Dir, testprovider.ExecutableName("1.1.0")))
 	require.NoError(t, err)
 	require.NotZero(t, fi.Mode()&0o100, "provider must stay executable")

@@ -12,29 +12,69 @@ import (
 	"strings"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
+	"github.com/tfisolate/tfisolate/internal/reflink"
 	"github.com/tfisolate/tfisolate/internal/store"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
-// pkgDir is the unpacked-layout path Terraform's filesystem_mirror reads.
-func (c *Cache) pkgDir(id PackageID) string {
-	return filepath.Join(c.dir, id.Provider.Hostname, id.Provider.Namespace, id.Provider.Type, id.Version, id.Platform)
+// layout is where a release of the cache keeps its packages and their
+// install records, relative to the cache root.
+type layout struct {
+	packages string // the root of Terraform's unpacked filesystem-mirror layout
+	records  string // the root of the install records, in the same layout
 }
+
+var (
+	// current keeps the packages inside the state dir, where no plain
+	// terraform or tofu ever writes: one given the cache dir as its
+	// plugin_cache_dir (or TF_PLUGIN_CACHE_DIR) unpacks in place into
+	// DIR/HOST/NAMESPACE/TYPE/VERSION/OS_ARCH, truncating and rewriting
+	// the files there, and skips the dot-named state dir as an invalid
+	// hostname. What the SDK's terraform executes is only ever written
+	// here, by the cache.
+	current = layout{packages: filepath.Join(stateDir, "packages"), records: filepath.Join(stateDir, "records")}
+	// legacy is the previous releases' layout: packages at the root, in
+	// the very place a plain engine's plugin cache unpacks into. Entries
+	// found there are never handed to terraform; one whose install record
+	// the cache wrote is copied into the current layout and verified
+	// against that record (migrate), then left where it is for the
+	// previous release's processes that may still use it.
+	legacy = layout{packages: "", records: filepath.Join(stateDir, "meta")}
+)
+
+// entryRel is the dir, relative to the cache root, that holds the
+// package dirs of id's provider at its version (one per platform).
+func (l layout) entryRel(id PackageID) string {
+	return filepath.Join(l.packages, id.Provider.Hostname, id.Provider.Namespace, id.Provider.Type, id.Version)
+}
+
+// recordRel is the dir, relative to the cache root, that holds the
+// install records of id's provider at its version.
+func (l layout) recordRel(id PackageID) string {
+	return filepath.Join(l.records, id.Provider.Hostname, id.Provider.Namespace, id.Provider.Type, id.Version)
+}
+
+func (c *Cache) pkgDirIn(l layout, id PackageID) string {
+	return filepath.Join(c.dir, l.entryRel(id), id.Platform)
+}
+
+func (c *Cache) metaPathIn(l layout, id PackageID) string {
+	return filepath.Join(c.dir, l.recordRel(id), id.Platform+".json")
+}
+
+// pkgDir is the package's dir in the layout Terraform's filesystem_mirror
+// reads (below PackagesDir).
+func (c *Cache) pkgDir(id PackageID) string { return c.pkgDirIn(current, id) }
+
+// metaPath is the package's install record.
+func (c *Cache) metaPath(id PackageID) string { return c.metaPathIn(current, id) }
 
 // pkgKey names a package in the state dir; it is also the prefix of its
 // temp files, so a lock holder can find the leftovers of dead processes.
+// It is the same in every layout: a previous release's process and this
+// one take the same lock for a package and sweep each other's leftovers.
 func pkgKey(id PackageID) string {
 	return strings.Join([]string{id.Provider.Hostname, id.Provider.Namespace, id.Provider.Type, id.Version, id.Platform}, "_")
-}
-
-// entryRel is the dir, relative to the cache root, that holds the
-// package dirs of p at v (one per platform).
-func entryRel(id PackageID) string {
-	return filepath.Join(id.Provider.Hostname, id.Provider.Namespace, id.Provider.Type, id.Version)
-}
-
-func (c *Cache) metaPath(id PackageID) string {
-	return filepath.Join(c.dir, stateDir, "meta", id.Provider.Hostname, id.Provider.Namespace, id.Provider.Type, id.Version, id.Platform+".json")
 }
 
 func (c *Cache) lockPath(id PackageID) string { return c.locks.Path(pkgKey(id)) }
@@ -106,12 +146,15 @@ type entry struct {
 // the entry and to its record must pass the cache's ownership rules
 // (entry.err otherwise); a record, or an entry dir, that the effective
 // user or root did not write is no record (entryNoRecord: refilled).
-func (c *Cache) check(id PackageID) entry {
-	dir := c.pkgDir(id)
-	if err := c.checkInside(entryRel(id)); err != nil {
+func (c *Cache) check(id PackageID) entry { return c.checkIn(current, id) }
+
+// checkIn is check in the layout l.
+func (c *Cache) checkIn(l layout, id PackageID) entry {
+	dir := c.pkgDirIn(l, id)
+	if err := c.checkInside(l.entryRel(id)); err != nil {
 		return entry{err: err}
 	}
-	if err := c.checkInside(filepath.Join(stateDir, "meta", entryRel(id))); err != nil {
+	if err := c.checkInside(l.recordRel(id)); err != nil {
 		return entry{err: err}
 	}
 	fi, err := os.Lstat(dir)
@@ -124,7 +167,7 @@ func (c *Cache) check(id PackageID) entry {
 	if why := c.trust.foreignWhy(fi); why != "" {
 		return entry{state: entryNoRecord, why: "the package dir " + why}
 	}
-	mp := c.metaPath(id)
+	mp := c.metaPathIn(l, id)
 	if mfi, err := os.Lstat(mp); err == nil {
 		if why := c.trust.foreignWhy(mfi); why != "" {
 			return entry{state: entryNoRecord, why: "its install record " + why}
@@ -194,7 +237,92 @@ func (c *Cache) install(ctx context.Context, id PackageID) (installResult, error
 	if e.state == entryOK {
 		return installResult{pkg: e.pkg}, nil
 	}
+	if e.state == entryAbsent && !c.trust.shared {
+		if pkg, ok := c.migrate(id); ok {
+			return installResult{pkg: pkg}, nil
+		}
+	}
 	return c.refill(ctx, id, e)
+}
+
+// migrate copies the package from the previous releases' layout (legacy)
+// into the current one, if the cache wrote it there: every file is
+// copied to a new inode (so whatever writes the old entry later, a plain
+// engine unpacking into it as its plugin cache included, never changes
+// the copy), the copy is verified file by file against the old install
+// record (names, types, sizes, modes, SHA-256, and the h1: they make)
+// and placed with its record as an install is. Anything short of that
+// (no old entry, no record the cache can prove it wrote, a dir on the way
+// that fails the ownership rules, a file that differs) is no migration,
+// only logged: the package is then installed from its source. The old
+// entry and its record are left as they are, for the previous release's
+// processes that may still use the cache. A shared cache believes no
+// record and never migrates. The caller holds the package lock.
+func (c *Cache) migrate(id PackageID) (Package, bool) {
+	oldDir := c.pkgDirIn(legacy, id)
+	old := c.checkIn(legacy, id)
+	why := old.why
+	switch {
+	case old.err != nil:
+		why = old.err.Error()
+	case old.state == entryAbsent:
+		return Package{}, false
+	case old.state == entryNoRecord:
+	default:
+		pkg, err := c.copyLegacy(id, oldDir, old.meta)
+		if err == nil {
+			c.log.Info("cache entry of the previous layout copied into the current one and verified against its install record",
+				"from", oldDir, "dir", pkg.Dir)
+			return pkg, true
+		}
+		why = err.Error()
+	}
+	c.log.Info("cache entry of the previous layout not used; installing the package from its source", "dir", oldDir, "problem", why)
+	return Package{}, false
+}
+
+// copyLegacy copies the old entry at oldDir into a temp dir, verifies the
+// copy against the old record m and puts it in place with a record of
+// its own. The caller holds the package lock.
+func (c *Cache) copyLegacy(id PackageID, oldDir string, m *meta) (Package, error) {
+	c.sweep(id)
+	tmp := filepath.Join(c.dir, stateDir, "tmp", store.TempPrefix(pkgKey(id))+"-copy.d")
+	defer store.RemoveAll(tmp) // gone once placed
+	if err := reflink.CopyTree(tmp, oldDir); err != nil {
+		return Package{}, err
+	}
+	// The copy gets the recorded modes, whatever the umask; a symlink is
+	// left as it is (and refused by the check below).
+	for _, f := range m.Files {
+		p := filepath.Join(tmp, filepath.FromSlash(f.Path))
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().Type() == f.Mode.Type() && (fi.IsDir() || fi.Mode().IsRegular()) {
+			if err := os.Chmod(p, f.Mode.Perm()); err != nil {
+				return Package{}, err
+			}
+		}
+	}
+	now, why, err := verifyFiles(tmp, m.Files)
+	if err != nil {
+		return Package{}, err
+	}
+	if why != "" {
+		return Package{}, errors.New(why)
+	}
+	h1, err := h1Of(now)
+	if err != nil {
+		return Package{}, err
+	}
+	if h1 != m.lockH1() {
+		return Package{}, fmt.Errorf("its files hash to %s, its install record says %s", h1, m.lockH1())
+	}
+	if err := atomicfile.SyncFS(tmp); err != nil {
+		return Package{}, err
+	}
+	nm := *m
+	nm.Files, nm.H1 = now, h1
+	// No proof is remembered: the record's zh: is of no zip this process
+	// verified, as for an entry found in place.
+	return c.commit(id, tmp, &nm)
 }
 
 // refill removes whatever is at the package's place (e says what is
@@ -338,7 +466,7 @@ func (c *Cache) writeMeta(id PackageID, m *meta) error {
 	if err != nil {
 		return err
 	}
-	if err := c.mkdirs(filepath.Join(stateDir, "meta", entryRel(id))); err != nil {
+	if err := c.mkdirs(current.recordRel(id)); err != nil {
 		return err
 	}
 	return atomicfile.WriteFile(mp, mb, 0o644)
@@ -486,18 +614,29 @@ func (c *Cache) fetchVerified(ctx context.Context, id PackageID) (*verifiedPacka
 // the dir leaves its files' stamps as recorded. The caller holds the
 // package lock.
 func (c *Cache) place(id PackageID, got *verifiedPackage) (Package, error) {
-	if err := c.writeMeta(id, &got.meta); err != nil {
+	pkg, err := c.commit(id, got.dir, &got.meta)
+	if err != nil {
+		return Package{}, err
+	}
+	c.remember(id, &got.meta, true)
+	return pkg, nil
+}
+
+// commit writes the record m, then renames the package dir tmp into
+// place. The caller holds the package lock, has made tmp durable and
+// has made sure nothing is in place.
+func (c *Cache) commit(id PackageID, tmp string, m *meta) (Package, error) {
+	if err := c.writeMeta(id, m); err != nil {
 		return Package{}, err
 	}
 	final := c.pkgDir(id)
-	if err := c.mkdirs(entryRel(id)); err != nil {
+	if err := c.mkdirs(current.entryRel(id)); err != nil {
 		return Package{}, err
 	}
-	if err := store.Commit(got.dir, final); err != nil {
+	if err := store.Commit(tmp, final); err != nil {
 		return Package{}, fmt.Errorf("move package into place: %w", err)
 	}
-	c.remember(id, &got.meta, true)
-	return got.meta.pkg(id, final), nil
+	return m.pkg(id, final), nil
 }
 
 // offersFor returns the provider's listing and the sources that list the

@@ -91,10 +91,10 @@ func TestCLIConfig(t *testing.T) {
 
 	// A complete package in the cache turns it into a mirror for that provider only.
 	p := Provider{Hostname: "example.test", Namespace: "acme", Type: "demo"}
-	require.NoError(t, os.MkdirAll(filepath.Join(c.Dir(), p.Hostname, p.Namespace, p.Type, "1.0.0", "linux_amd64"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(c.PackagesDir(), p.Hostname, p.Namespace, p.Type, "1.0.0", "linux_amd64"), 0o755))
 	got := parse(c)
 	require.Len(t, got.FilesystemMirror, 1)
-	require.Equal(t, filepath.ToSlash(c.Dir()), got.FilesystemMirror[0].Path)
+	require.Equal(t, filepath.ToSlash(c.PackagesDir()), got.FilesystemMirror[0].Path)
 	require.Equal(t, []string{"example.test/acme/demo"}, got.FilesystemMirror[0].Include)
 	require.Equal(t, []string{"example.test/acme/demo"}, got.Direct[0].Exclude)
 }

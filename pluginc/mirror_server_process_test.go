@@ -295,7 +295,7 @@ func TestFleetMirror(t *testing.T) {
 		}
 		for _, p := range res.Packages {
 			require.Equal(t, "1.1.0", p.Version)
-			require.Equal(t, filepath.Join(r.cache, testprovider.Host, testprovider.Namespace, testprovider.Type, "1.1.0", testprovider.Platform), p.Dir)
+			require.Equal(t, filepath.Join(r.cache, current.packages, testprovider.Host, testprovider.Namespace, testprovider.Type, "1.1.0", testprovider.Platform), p.Dir)
 		}
 		h1, err := hashDir(res.Packages[0].Dir)
 		require.NoError(t, err)
@@ -350,7 +350,7 @@ func TestFleetMirrorKilledMidDownload(t *testing.T) {
 	h1, err := hashDir(res.Packages[0].Dir)
 	require.NoError(t, err)
 	require.Equal(t, want, h1)
-	require.Equal(t, filepath.Join(backedCache, testprovider.Host, testprovider.Namespace, testprovider.Type, "1.0.0", testprovider.Platform), res.Packages[0].Dir)
+	require.Equal(t, filepath.Join(backedCache, current.packages, testprovider.Host, testprovider.Namespace, testprovider.Type, "1.0.0", testprovider.Platform), res.Packages[0].Dir)
 	require.Contains(t, backed.Output(), "source failed to deliver the package; trying the next source")
 	require.Contains(t, backed.Output(), "network mirror "+f.mirrorURL)
 	require.Equal(t, 2, reg.srv.Downloads(reg.key("1.0.0")), "the mirror's and the fallback's")

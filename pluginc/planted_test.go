@@ -101,7 +101,7 @@ func TestForeignEntryRefilled(t *testing.T) {
 			act := tc.plant(t, f, dir)
 			// The dirs their entry and record go in were writable by
 			// others back then.
-			way := []string{filepath.Join(dir, entryRel(PackageID{Provider: f.p, Version: pv.String()})), filepath.Join(dir, stateDir, "meta", entryRel(PackageID{Provider: f.p, Version: pv.String()}))}
+			way := []string{filepath.Join(dir, current.entryRel(PackageID{Provider: f.p, Version: pv.String()})), filepath.Join(dir, current.recordRel(PackageID{Provider: f.p, Version: pv.String()}))}
 			for _, d := range way {
 				require.NoError(t, c0.mkdirs(mustRel(t, dir, d)))
 				require.NoError(t, os.Chmod(d, 0o777))

@@ -197,7 +197,7 @@ func TestProcessesDownloadOnce(t *testing.T) {
 		require.Equal(t, all[0], p)
 	}
 	require.Equal(t, "1.1.0", all[0].Version)
-	require.Equal(t, filepath.Join(cacheDir, testprovider.Host, testprovider.Namespace, testprovider.Type, "1.1.0", testprovider.Platform), all[0].Dir)
+	require.Equal(t, filepath.Join(cacheDir, current.packages, testprovider.Host, testprovider.Namespace, testprovider.Type, "1.1.0", testprovider.Platform), all[0].Dir)
 	h1, err := hashDir(all[0].Dir)
 	require.NoError(t, err)
 	require.Contains(t, all[0].Hashes, h1)

@@ -55,7 +55,7 @@ func (c *Cache) proven(id PackageID) (proof, bool) {
 	c.mu.Lock()
 	pr, ok := c.proofs[pkgKey(id)]
 	c.mu.Unlock()
-	if !ok || c.checkInside(entryRel(id)) != nil {
+	if !ok || c.checkInside(current.entryRel(id)) != nil {
 		return proof{}, false
 	}
 	if _, cs, err := treesum.Check(c.pkgDir(id), pr.files); err != nil || len(cs) > 0 {

@@ -88,7 +88,7 @@ func ExampleSource() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rel, _ := filepath.Rel(cache.Dir(), pkgs[0].Dir)
+	rel, _ := filepath.Rel(cache.PackagesDir(), pkgs[0].Dir)
 	fmt.Println(filepath.ToSlash(rel))
 	fmt.Println(pkgs[0].Hashes)
 	// Output:

@@ -28,7 +28,7 @@ func TestFilesystemMirrorUnpacked(t *testing.T) {
 	require.NoError(t, err)
 
 	// The first cache is the second one's mirror.
-	c, err := Open(t.TempDir(), WithSource(FilesystemMirror(first.Dir())))
+	c, err := Open(t.TempDir(), WithSource(FilesystemMirror(first.PackagesDir())))
 	require.NoError(t, err)
 	got, err := c.Ensure(ctx, Requirement{Provider: p, Constraints: "~> 1.0"})
 	require.NoError(t, err)
@@ -89,6 +89,6 @@ func TestFilesystemMirrorUnpackedLinks(t *testing.T) {
 	require.ErrorIs(t, err, ErrBadPackage)
 	require.Contains(t, err.Error(), "sneaky")
 	require.Contains(t, err.Error(), bad)
-	_, err = os.Stat(filepath.Join(c.Dir(), p.Hostname, p.Namespace, p.Type, "2.0.0"))
+	_, err = os.Stat(filepath.Join(c.PackagesDir(), p.Hostname, p.Namespace, p.Type, "2.0.0"))
 	require.ErrorIs(t, err, os.ErrNotExist, "nothing half-installed")
 }

@@ -12,7 +12,7 @@ import (
 // Holding the package lock proves no live process owns the files.
 func (c *Cache) sweepAll() {
 	c.locks.SweepFree(filepath.Join(c.dir, stateDir, "tmp"), func(name string) (string, bool) {
-		// KEY.PID.zip, KEY.PID.d, KEY.PID-damaged.d: the key is what comes
+		// KEY.PID.zip, KEY.PID.d, KEY.PID-damaged.d, KEY.PID-copy.d: the key is what comes
 		// before the last dot once the suffix is off (a version's dots
 		// are inside the key).
 		name = strings.TrimSuffix(strings.TrimSuffix(name, ".zip"), ".d")

@@ -86,7 +86,7 @@ func TestOpenRefusesUnsafeRoot(t *testing.T) {
 		defer syscall.Umask(old)
 		_, err := Open(root)
 		require.NoError(t, err)
-		for _, p := range []string{root, filepath.Join(root, stateDir, "meta")} {
+		for _, p := range []string{root, filepath.Join(root, current.packages), filepath.Join(root, current.records)} {
 			fi, err := os.Stat(p)
 			require.NoError(t, err)
 			require.Zero(t, fi.Mode().Perm()&0o022, "%s is %s", p, fi.Mode())
@@ -102,9 +102,10 @@ func TestOpenRefusesUnsafeRoot(t *testing.T) {
 func TestEveryUseChecksTheWay(t *testing.T) {
 	in := install(t)
 	for _, rel := range []string{
-		in.f.p.Hostname,
-		filepath.Join(in.f.p.Hostname, in.f.p.Namespace, in.f.p.Type, "1.0.0"),
-		filepath.Join(stateDir, "meta", in.f.p.Hostname, in.f.p.Namespace),
+		current.packages,
+		filepath.Join(current.packages, in.f.p.Hostname),
+		current.entryRel(in.pkg.id()),
+		filepath.Join(current.records, in.f.p.Hostname, in.f.p.Namespace),
 	} {
 		t.Run(rel, func(t *testing.T) {
 			c := in.f.open(t, in.dir)

@@ -171,7 +171,7 @@ func TestCLIConfigSources(t *testing.T) {
 // all CLIConfig looks at.
 func fakeCachedProvider(t *testing.T, c *Cache, p Provider) {
 	t.Helper()
-	require.NoError(t, os.MkdirAll(filepath.Join(c.Dir(), p.Hostname, p.Namespace, p.Type, "1.0.0", "linux_amd64"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(c.PackagesDir(), p.Hostname, p.Namespace, p.Type, "1.0.0", "linux_amd64"), 0o755))
 }
 
 func TestCLIConfigFor(t *testing.T) {
@@ -210,7 +210,7 @@ func TestCLIConfigFor(t *testing.T) {
 			// cache for what it holds, then the user's methods, none of
 			// which may install what the cache holds.
 			require.Equal(t, wantPI.DevOverrides, gotPI.DevOverrides)
-			require.Equal(t, cliconfig.InstallMethod{Kind: "filesystem_mirror", Location: filepath.ToSlash(c.Dir()),
+			require.Equal(t, cliconfig.InstallMethod{Kind: "filesystem_mirror", Location: filepath.ToSlash(c.PackagesDir()),
 				Include: []string{cached.String()}}, gotPI.Methods[0])
 			require.Len(t, gotPI.Methods, 1+len(wantPI.Methods))
 			for i, m := range wantPI.Methods {
@@ -228,7 +228,7 @@ func TestCLIConfigFor(t *testing.T) {
 		require.Equal(t, map[string]map[string]any{"corp.example": {"token": "t"}}, merged.Credentials)
 		require.Empty(t, merged.PluginCacheDir)
 		require.Equal(t, []cliconfig.InstallMethod{
-			{Kind: "filesystem_mirror", Location: filepath.ToSlash(c.Dir()), Include: []string{cached.String()}},
+			{Kind: "filesystem_mirror", Location: filepath.ToSlash(c.PackagesDir()), Include: []string{cached.String()}},
 			{Kind: "direct", Exclude: []string{cached.String()}},
 		}, testcliconfig.Comparable(merged).ProviderInstallation.Methods)
 	})
@@ -255,7 +255,7 @@ func TestCLIConfigFor(t *testing.T) {
 		require.NoError(t, err)
 		x := []string{cached.String()}
 		require.Equal(t, []cliconfig.InstallMethod{
-			{Kind: "filesystem_mirror", Location: filepath.ToSlash(c.Dir()), Include: x},
+			{Kind: "filesystem_mirror", Location: filepath.ToSlash(c.PackagesDir()), Include: x},
 			{Kind: "network_mirror", Location: "https://a.example/", Exclude: x},
 			{Kind: "direct", Include: []string{"hashicorp/*"}, Exclude: x},
 			{Kind: "network_mirror", Location: "https://b.example/", Exclude: x},

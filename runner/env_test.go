@@ -34,8 +34,14 @@ type world struct {
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
+	return newWorldWith(t, testprovider.Build(t))
+}
+
+// newWorldWith is newWorld with the registry serving bin, a build of the
+// test provider.
+func newWorldWith(t testing.TB, bin *testprovider.Binary) *world {
+	t.Helper()
 	w := &world{tf: testenv.Terraform(t), dir: t.TempDir()}
-	bin := testprovider.Build(t)
 	zip, err := os.ReadFile(bin.Zip(t, providerVersion))
 	require.NoError(t, err)
 	w.reg = testregistry.Start(t)

@@ -236,7 +236,7 @@ func TestFleetMirrorKilledMidDownload(t *testing.T) {
 		require.Equal(t, int64(1), res.Downloads)
 		require.Len(t, res.Locks, 1)
 		require.Contains(t, res.Lock, `"`+f.h1+`"`, "the package installed is the registry's")
-		require.DirExists(t, filepath.Join(backed.cache, testprovider.Host, testprovider.Namespace, testprovider.Type, providerVersion, testprovider.Platform))
+		require.DirExists(t, filepath.Join(backed.cache, ".pluginc", "packages", testprovider.Host, testprovider.Namespace, testprovider.Type, providerVersion, testprovider.Platform))
 		require.Contains(t, backed.p.Output(), "source failed to deliver the package; trying the next source")
 		require.Contains(t, backed.p.Output(), "network mirror "+f.mirrorURL)
 		require.Equal(t, 2, f.reg.Downloads(f.pkg.Key()), "the mirror's and the fallback's")

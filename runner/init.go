@@ -204,9 +204,10 @@ func (x *unitRun) initFingerprint(manifest, backend string, root *rootConfig, p 
 		// The runner's CLI config is the cache as a mirror. Its text also
 		// lists every provider the cache holds, which grows with other
 		// components' runs; what this unit takes from it is pinned by the
-		// lock file, so the cache's location and the user's own settings
-		// are what count.
-		fp.AddPart("cliconfig", "CLI config", []byte("cache "+c.Dir()+" user "+x.userDigest))
+		// lock file, so where the cache keeps its packages (a release
+		// that moves them re-inits each unit, so no data dir keeps a link
+		// to the old place) and the user's own settings are what count.
+		fp.AddPart("cliconfig", "CLI config", []byte("cache "+c.PackagesDir()+" user "+x.userDigest))
 	} else if p := x.env["TF_CLI_CONFIG_FILE"]; p != "" {
 		// No plugin cache: terraform reads the user's own CLI config.
 		b, _ := readInput(p)

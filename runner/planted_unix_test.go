@@ -144,8 +144,8 @@ func TestPlantedProviderNeverRuns(t *testing.T) {
 			marker := filepath.Join(w.dir, "PLANTED-RAN")
 			rel := filepath.Join(prov.Hostname, prov.Namespace, prov.Type, providerVersion)
 			p := plant{
-				Entry:   filepath.Join(cache.Dir(), rel, testprovider.Platform),
-				Meta:    filepath.Join(cache.Dir(), ".pluginc", "meta", rel, testprovider.Platform+".json"),
+				Entry:   filepath.Join(cache.PackagesDir(), rel, testprovider.Platform),
+				Meta:    filepath.Join(cache.Dir(), ".pluginc", "records", rel, testprovider.Platform+".json"),
 				Name:    testprovider.ExecutableName(providerVersion),
 				Content: []byte("#!/bin/sh\ntouch '" + marker + "'\nexit 1\n"),
 				Hashes:  []string{zh}, Zip: zh,
@@ -174,7 +174,7 @@ func TestPlantedProviderNeverRuns(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(plain, lockFileName), committed, 0o644))
 			cfg := filepath.Join(t.TempDir(), "plain.tfrc.json")
 			mirror, err := json.Marshal(map[string]any{"provider_installation": []any{map[string]any{
-				"filesystem_mirror": []any{map[string]any{"path": cache.Dir(), "include": []string{testprovider.Source}}}}}})
+				"filesystem_mirror": []any{map[string]any{"path": cache.PackagesDir(), "include": []string{testprovider.Source}}}}}})
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(cfg, mirror, 0o644))
 			cmd := exec.CommandContext(ctx, w.tf, "init", "-input=false", "-no-color")

@@ -272,14 +272,13 @@ func stateFile(t *testing.T, home string) string {
 func (w *world) requireOneCompletePackage(t *testing.T) {
 	t.Helper()
 	var pkgs []string
-	require.NoError(t, filepath.WalkDir(w.cache, func(p string, d fs.DirEntry, err error) error {
+	packages := filepath.Join(w.cache, ".pluginc", "packages") // pluginc's PackagesDir
+	require.NoError(t, filepath.WalkDir(packages, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(w.cache, p)
+		rel, _ := filepath.Rel(packages, p)
 		switch {
-		case rel == ".pluginc":
-			return filepath.SkipDir
 		case d.IsDir() && strings.Count(rel, string(filepath.Separator)) == 4:
 			pkgs = append(pkgs, rel)
 			return filepath.SkipDir
@@ -288,7 +287,7 @@ func (w *world) requireOneCompletePackage(t *testing.T) {
 	}))
 	want := filepath.Join(testprovider.Host, testprovider.Namespace, testprovider.Type, servedVersion, testprovider.Platform)
 	require.Equal(t, []string{want}, pkgs, "packages in the cache")
-	dir := filepath.Join(w.cache, want)
+	dir := filepath.Join(packages, want)
 
 	var zip bytes.Buffer
 	require.NoError(t, testprovider.PackageZip(&zip, w.prov.Binary.Path, servedVersion))

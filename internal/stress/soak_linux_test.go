@@ -1268,14 +1268,12 @@ func (s *soak) requireFinal(n int) {
 // checkCache checks that every package in the provider cache hashes to
 // the h1: of the package the registry serves for its version.
 func (s *soak) checkCache() error {
-	err := filepath.WalkDir(s.cache, func(p string, d fs.DirEntry, err error) error {
+	packages := filepath.Join(s.cache, ".pluginc", "packages") // pluginc's PackagesDir
+	err := filepath.WalkDir(packages, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(s.cache, p)
-		if rel == ".pluginc" {
-			return filepath.SkipDir
-		}
+		rel, _ := filepath.Rel(packages, p)
 		parts := strings.Split(rel, string(filepath.Separator))
 		if !d.IsDir() || len(parts) != 5 {
 			return nil
