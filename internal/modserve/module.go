@@ -37,19 +37,6 @@ var (
 	hostRE = regexp.MustCompile(`^[0-9A-Za-z](?:[0-9A-Za-z.-]{0,251}[0-9A-Za-z])?(?::[0-9]{1,5})?$`)
 )
 
-// ParseModule parses a registry module's source address with its host
-// (HOST/NAMESPACE/NAME/SYSTEM; a source without a host, or with a
-// subdirectory, is refused: the server serves whole packages of a
-// registry it names) and an exact version.
-func ParseModule(source, ver string) (Module, error) {
-	parts := strings.Split(source, "/")
-	if len(parts) != 4 {
-		return Module{}, fmt.Errorf("%w %q: want HOST/NAMESPACE/NAME/SYSTEM", ErrBadModule, source)
-	}
-	m := Module{Host: strings.ToLower(parts[0]), Namespace: parts[1], Name: parts[2], System: parts[3], Version: ver}
-	return m, m.validate()
-}
-
 func (m Module) validate() error {
 	if !hostRE.MatchString(m.Host) || !strings.Contains(m.Host, ".") && !strings.Contains(m.Host, ":") {
 		return fmt.Errorf("%w %s: bad host %q", ErrBadModule, m, m.Host)
