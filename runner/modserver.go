@@ -132,10 +132,10 @@ func WithServerLogger(l *slog.Logger) ServerOption {
 // download is fetched from its registry once (under the store's flock,
 // for every process sharing dir) and served from the store, packed from
 // the verified entry and checked file by file, with its SHA-256 for
-// terraform to check and its tree digest for the SDK's client; a git
-// repository (git::https sources) is cloned once and served over git's
-// dumb HTTP protocol under /git/, each file checked as it is sent. Serve it
-// from your own http.Server with a certificate: clients speak https only.
+// terraform to check; a git repository (git::https sources) is cloned
+// once and served over git's dumb HTTP protocol under /git/, each file
+// checked as it is sent. Serve it from your own http.Server with a
+// certificate: clients speak https only.
 func ModuleServer(dir string, opts ...ServerOption) (http.Handler, error) {
 	var mo []modserve.Option
 	for _, o := range opts {

@@ -15,13 +15,6 @@ var (
 	// ErrUpstream: the upstream registry or its download location failed,
 	// or pointed at a kind of download the server does not fetch.
 	ErrUpstream = errors.New("upstream module download failed")
-	// ErrServer: the module server failed, answered with an error, or
-	// sent something other than what this client reads (another format
-	// version, no digest).
-	ErrServer = errors.New("module server failed")
-	// ErrDigest: the tree a module server sent is not the tree whose
-	// digest it named. Nothing of it is kept.
-	ErrDigest = errors.New("module tree does not match its digest")
 	// ErrBadArchive: an archive holds what no module tree may (a path
 	// leaving the tree, a device, a link pointing out of it) or more than
 	// the size limit.

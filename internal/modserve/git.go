@@ -62,7 +62,7 @@ func gitRepo(rest string) (repo, file string, err error) {
 	return repo, file, nil
 }
 
-func gitKey(repo string) string { return "modserve " + FormatVersion + " git https://" + repo }
+func gitKey(repo string) string { return "modserve " + keyVersion + " git https://" + repo }
 
 func (h *handler) git(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(w, r, "") {

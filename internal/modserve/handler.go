@@ -24,7 +24,7 @@ import (
 //
 //	GET /modules.v1/HOST/NS/NAME/SYSTEM/versions          the upstream's version list (modules.v1)
 //	GET /modules.v1/HOST/NS/NAME/SYSTEM/VERSION/download  204, X-Terraform-Get: the tree archive
-//	GET /v1/tree/HOST/NS/NAME/SYSTEM/VERSION.tar.gz       the verified tree, with its digest
+//	GET /v1/tree/HOST/NS/NAME/SYSTEM/VERSION.tar.gz       the verified tree (the download answer's location)
 //	GET /git/HOST/PATH.git/FILE                           a git module repository (git.go)
 //
 // Paths are relative to where the host mounts the handler (with
@@ -32,7 +32,8 @@ import (
 // relative, so it follows. TLS is the host's: serve it from an
 // http.Server with a certificate (clients speak https only). Plain
 // terraform reaches it through a CLI config host block for the registry
-// host, "modules.v1" = "https://SERVER/modules.v1/HOST/" (HostBlock).
+// host, "modules.v1" = "https://SERVER/modules.v1/HOST/" (what the
+// runner writes for each registry host a unit's modules call).
 //
 // A download answer or tree request for a package the store lacks fills
 // it from the package's own registry (service discovery, download answer,
@@ -42,11 +43,9 @@ import (
 // WithFillTimeout) when the client that asked goes away. The archive is
 // the stored tree packed deterministically (the same bytes each time),
 // each file checked against the entry's manifest while it is read: a
-// file changed since cuts the answer. The tree answer names its
-// FormatVersion and the tree's digest (DigestHeader, treesum's), which
-// the client checks after unpacking; the download answer's location
+// file changed since cuts the answer. The download answer's location
 // carries the archive's SHA-256 as go-getter's checksum parameter, so
-// terraform checks the archive too.
+// terraform checks the archive before it unpacks it.
 //
 // With WithToken every request must carry the token, except a tree
 // request whose location a download answer gave (it carries a signature
@@ -82,7 +81,7 @@ type handler struct {
 	mux *http.ServeMux
 
 	mu        sync.Mutex
-	sums      map[string]string    // archive SHA-256 by store key and tree digest
+	sums      map[string]string    // archive SHA-256 by store key and tree digest: an entry filled again since (by any process sharing the store) is packed again
 	refreshed map[string]time.Time // when each git repository was last cloned by this handler
 }
 
@@ -262,8 +261,6 @@ func (h *handler) tree(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/gzip")
-	w.Header().Set(FormatHeader, FormatVersion)
-	w.Header().Set(DigestHeader, rec.Digest())
 	if r.Method == http.MethodHead {
 		return
 	}

@@ -1,14 +1,19 @@
 package modserve
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,9 +53,7 @@ func newWorldWith(t *testing.T, wrap func(http.Handler) http.Handler, opts ...Op
 		"scripts/run.sh": "#!/bin/sh\n",
 		"README.md":      "greet\n",
 	}))
-	var err error
-	w.mod, err = ParseModule(w.reg.ModuleSource("tfisolate", "greet", "tfitest"), "1.0.0")
-	require.NoError(t, err)
+	w.mod = Module{Host: w.reg.Host(), Namespace: "tfisolate", Name: "greet", System: "tfitest", Version: "1.0.0"}
 	store, err := modstore.Open(filepath.Join(t.TempDir(), "server-store"))
 	require.NoError(t, err)
 	h, err := Handler(store, append([]Option{WithHTTPClient(w.reg.HTTPClient()), WithToken(w.token)}, opts...)...)
@@ -68,19 +71,61 @@ func (w *world) downloads() int {
 	return w.reg.ModuleDownloads(testregistry.ModuleKey("tfisolate", "greet", "tfitest", "1.0.0"))
 }
 
-func (w *world) client(t *testing.T, opts ...Option) *Client {
+func (w *world) client(t *testing.T) *Client {
 	t.Helper()
-	c, err := NewClient(w.srv.URL, append([]Option{WithToken(w.token), WithHTTPClient(w.srv.Client())}, opts...)...)
+	c, err := NewClient(w.srv.URL)
 	require.NoError(t, err)
 	return c
 }
 
-// upstream is what a machine falls back to: the registry itself.
-func (w *world) upstream(t *testing.T) func(context.Context, string) error {
-	t.Helper()
-	up, err := Upstream(w.mod, WithHTTPClient(w.reg.HTTPClient()))
-	require.NoError(t, err)
-	return up
+// getLikeTerraform fetches m's tree into dir (existing, empty) as
+// terraform does through the server: the download answer (with the
+// token), then the archive at the location it gives (without the token),
+// checked against the location's checksum before it is unpacked. It
+// returns the download answer's status.
+func (w *world) getLikeTerraform(ctx context.Context, m Module, dir string) (int, error) {
+	get := func(u string, token bool) (*http.Response, []byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		if token {
+			req.Header.Set("Authorization", "Bearer "+w.token)
+		}
+		resp, err := w.srv.Client().Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp, b, err
+	}
+	dl, _, err := get(w.srv.URL+"/modules.v1/"+m.path()+"/download", true)
+	if err != nil {
+		return 0, err
+	}
+	if dl.StatusCode != http.StatusNoContent {
+		return dl.StatusCode, fmt.Errorf("download answer: %s", dl.Status)
+	}
+	u, err := dl.Request.URL.Parse(dl.Header.Get("X-Terraform-Get"))
+	if err != nil {
+		return dl.StatusCode, err
+	}
+	want, ok := strings.CutPrefix(u.Query().Get("checksum"), "sha256:")
+	if !ok {
+		return dl.StatusCode, fmt.Errorf("the location %s has no sha256 checksum", u)
+	}
+	resp, body, err := get(u.String(), false)
+	if err != nil {
+		return dl.StatusCode, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return dl.StatusCode, fmt.Errorf("archive: %s", resp.Status)
+	}
+	if got := sha256.Sum256(body); hex.EncodeToString(got[:]) != want {
+		return dl.StatusCode, fmt.Errorf("archive: checksum %x, the download answer named %s", got, want)
+	}
+	return dl.StatusCode, unpack(bytes.NewReader(body), "tar.gz", dir, DefaultMaxSize)
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -89,147 +134,39 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// TestFleetFetchesOnce: eight machines (stores of their own) ask the
-// server for one module at once, from a cold start: the upstream archive
-// is downloaded once, every machine's store holds the same tree as the
-// upstream's, and nobody fell back.
+// TestFleetFetchesOnce: eight machines ask the server for one module at
+// once, from a cold start, as terraform does (download answer, then the
+// archive, checked against its checksum): the upstream archive is
+// downloaded once, and every machine unpacks the upstream's tree.
 func TestFleetFetchesOnce(t *testing.T) {
 	w := newWorld(t)
-	c := w.client(t)
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		fbs  []Fallback
-		dirs = make([]string, 8)
-		errs = make([]error, 8)
+		wg       sync.WaitGroup
+		dirs     = make([]string, 8)
+		statuses = make([]int, 8)
+		errs     = make([]error, 8)
 	)
 	for i := range dirs {
-		s, err := modstore.Open(filepath.Join(t.TempDir(), "machine"))
-		require.NoError(t, err)
+		dirs[i] = t.TempDir()
 		wg.Go(func() {
-			dirs[i], _, errs[i] = s.Get(ctxT(t), "greet 1.0.0", c.Fill(w.mod, "the registry", w.upstream(t), func(f Fallback) {
-				mu.Lock()
-				fbs = append(fbs, f)
-				mu.Unlock()
-			}))
+			statuses[i], errs[i] = w.getLikeTerraform(ctxT(t), w.mod, dirs[i])
 		})
 	}
 	wg.Wait()
 	for i := range dirs {
 		require.NoError(t, errs[i])
+		require.Equal(t, http.StatusNoContent, statuses[i])
 		b, err := os.ReadFile(filepath.Join(dirs[i], "main.tf"))
 		require.NoError(t, err)
 		require.Contains(t, string(b), `"1.0.0"`)
 		require.FileExists(t, filepath.Join(dirs[i], "modules", "x", "x.tf"))
 	}
-	require.Empty(t, fbs)
 	require.Equal(t, 1, w.downloads(), "one upstream download for the fleet")
-}
-
-// TestServerDownFallsBack: a machine whose server is down (closed:
-// refusing connections) or failing (500) fetches from upstream and says
-// so: a Fallback naming the server and where the tree came from. With no
-// upstream, the server's failure is the fill's error.
-func TestServerDownFallsBack(t *testing.T) {
-	t.Run("down", func(t *testing.T) {
-		w := newWorld(t)
-		c := w.client(t)
-		w.srv.Close()
-		checkFallback(t, w, c)
-	})
-	t.Run("500", func(t *testing.T) {
-		w := newWorld(t)
-		broken := httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-			http.Error(rw, "boom", http.StatusInternalServerError)
-		}))
-		t.Cleanup(broken.Close)
-		c, err := NewClient(broken.URL, WithHTTPClient(broken.Client()))
-		require.NoError(t, err)
-		checkFallback(t, w, c)
-	})
-	t.Run("no upstream", func(t *testing.T) {
-		w := newWorld(t)
-		c := w.client(t)
-		w.srv.Close()
-		s, err := modstore.Open(filepath.Join(t.TempDir(), "machine"))
-		require.NoError(t, err)
-		_, _, err = s.Get(ctxT(t), "greet 1.0.0", c.Fill(w.mod, "", nil, nil))
-		require.ErrorIs(t, err, ErrServer)
-		require.ErrorContains(t, err, w.srv.URL)
-	})
-}
-
-func checkFallback(t *testing.T, w *world, c *Client) {
-	t.Helper()
-	s, err := modstore.Open(filepath.Join(t.TempDir(), "machine"))
-	require.NoError(t, err)
-	var fbs []Fallback
-	dir, _, err := s.Get(ctxT(t), "greet 1.0.0", c.Fill(w.mod, "the registry", w.upstream(t), func(f Fallback) { fbs = append(fbs, f) }))
-	require.NoError(t, err)
-	require.FileExists(t, filepath.Join(dir, "main.tf"))
-	require.Len(t, fbs, 1)
-	require.Equal(t, c.URL(), fbs[0].Server)
-	require.Equal(t, w.mod.String(), fbs[0].Module)
-	require.Equal(t, "the registry", fbs[0].Used)
-	require.Contains(t, fbs[0].String(), "module server "+c.URL()+" failed to deliver "+w.mod.String())
-	require.NotContains(t, fbs[0].String(), testToken)
-	require.Equal(t, 1, w.downloads())
-}
-
-// TestDigestMismatchRefused: a server whose tree is not the one its
-// digest names (a file changed on the way) is refused with ErrDigest and
-// leaves the dir empty; through Fill the machine falls back to upstream.
-func TestDigestMismatchRefused(t *testing.T) {
-	w := newWorld(t)
-	// A man in the middle: the real server's answer with one byte of the
-	// archive's content changed, its digest header kept.
-	mitm := httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		req, _ := http.NewRequestWithContext(r.Context(), r.Method, w.srv.URL+r.URL.Path, nil)
-		req.Header = r.Header.Clone()
-		resp, err := w.srv.Client().Do(req)
-		if err != nil {
-			http.Error(rw, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		dir := t.TempDir()
-		require.NoError(t, unpack(bytesReader(body), "tar.gz", dir, DefaultMaxSize))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`output "version" { value = "6.6.6" }`+"\n"), 0o644))
-		rec, err := recordFor(dir)
-		require.NoError(t, err)
-		for k, v := range resp.Header {
-			rw.Header()[k] = v
-		}
-		rw.Header().Del("Content-Length")
-		_, err = pack(rw, dir, rec)
-		require.NoError(t, err)
-	}))
-	t.Cleanup(mitm.Close)
-	c, err := NewClient(mitm.URL, WithToken(w.token), WithHTTPClient(mitm.Client()))
-	require.NoError(t, err)
-	dir := t.TempDir()
-	err = c.Fetch(ctxT(t), w.mod, dir)
-	require.ErrorIs(t, err, ErrDigest)
-	ents, rerr := os.ReadDir(dir)
-	require.NoError(t, rerr)
-	require.Empty(t, ents, "nothing of a tree that failed its digest is kept")
-
-	s, err := modstore.Open(filepath.Join(t.TempDir(), "machine"))
-	require.NoError(t, err)
-	var fbs []Fallback
-	got, _, err := s.Get(ctxT(t), "greet 1.0.0", c.Fill(w.mod, "the registry", w.upstream(t), func(f Fallback) { fbs = append(fbs, f) }))
-	require.NoError(t, err)
-	b, err := os.ReadFile(filepath.Join(got, "main.tf"))
-	require.NoError(t, err)
-	require.Contains(t, string(b), `"1.0.0"`)
-	require.Len(t, fbs, 1)
-	require.Contains(t, fbs[0].Err, ErrDigest.Error())
 }
 
 // TestToken: without the token every route answers 401 (the tree route
 // too, unless its location carries the signature a download answer put
-// on it); a wrong token is refused; the client with the token fetches.
+// on it); a wrong token is refused; the token opens the tree route too.
 func TestToken(t *testing.T) {
 	w := newWorld(t)
 	get := func(path, tok string) *http.Response {
@@ -259,15 +196,15 @@ func TestToken(t *testing.T) {
 	other := *u
 	other.Path = "/v1/tree/" + w.mod.Source() + "/2.0.0.tar.gz"
 	require.Equal(t, http.StatusUnauthorized, get(other.RequestURI(), "").StatusCode, "a signature is good for its own module only")
-	require.NoError(t, w.client(t).Fetch(ctxT(t), w.mod, t.TempDir()))
+	require.Equal(t, http.StatusOK, get("/v1/tree/"+w.mod.path()+".tar.gz", w.token).StatusCode, "the token opens the tree without a signature")
 	require.Equal(t, 1, w.downloads())
 }
 
 // TestBadRequests: a malformed module path is 400, a version the
-// upstream lacks 404, and neither reaches the store.
+// upstream lacks 404 (its download answer and its tree alike), and
+// neither reaches the store.
 func TestBadRequests(t *testing.T) {
 	w := newWorld(t)
-	c := w.client(t)
 	for _, p := range []string{"/modules.v1/registry.example.test/tfi..x/greet/tfitest/versions", "/v1/tree/registry.example.test/tfisolate/greet/tfitest/1.0.tar.gz"} {
 		req, err := http.NewRequestWithContext(ctxT(t), http.MethodGet, w.srv.URL+p, nil)
 		require.NoError(t, err)
@@ -279,9 +216,16 @@ func TestBadRequests(t *testing.T) {
 	}
 	missing := w.mod
 	missing.Version = "9.9.9"
-	err := c.Fetch(ctxT(t), missing, t.TempDir())
-	require.ErrorIs(t, err, ErrServer)
-	require.ErrorContains(t, err, "404")
+	status, err := w.getLikeTerraform(ctxT(t), missing, t.TempDir())
+	require.Error(t, err)
+	require.Equal(t, http.StatusNotFound, status)
+	req, err := http.NewRequestWithContext(ctxT(t), http.MethodGet, w.srv.URL+"/v1/tree/"+missing.path()+".tar.gz", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+w.token)
+	resp, err := w.srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
 // TestNewClientRefusesURLs: only https, and nothing secret in the URL.
@@ -291,7 +235,9 @@ func TestNewClientRefusesURLs(t *testing.T) {
 		require.ErrorIs(t, err, ErrBadOption, u)
 		require.NotContains(t, err.Error(), "pw")
 	}
-	_, err := NewClient("https://mods.example.test/", WithToken(""))
+	store, err := modstore.Open(t.TempDir())
+	require.NoError(t, err)
+	_, err = Handler(store, WithToken(""))
 	require.ErrorIs(t, err, ErrBadOption)
 }
 
@@ -379,9 +325,9 @@ func TestGitFleetClonesOnce(t *testing.T) {
 func TestHostsLimitWhatIsFetched(t *testing.T) {
 	g := newGitUpstream(t)
 	w := newWorld(t, WithHosts("registry.other.test"))
-	err := w.client(t).Fetch(ctxT(t), w.mod, t.TempDir())
-	require.ErrorIs(t, err, ErrServer)
-	require.ErrorContains(t, err, "404")
+	status, err := w.getLikeTerraform(ctxT(t), w.mod, t.TempDir())
+	require.Error(t, err)
+	require.Equal(t, http.StatusNotFound, status)
 	require.Equal(t, 0, w.downloads())
 	req, err := http.NewRequestWithContext(ctxT(t), http.MethodGet, w.srv.URL+"/git/"+g.Host()+"/hello.git/info/refs", nil)
 	require.NoError(t, err)
@@ -393,6 +339,8 @@ func TestHostsLimitWhatIsFetched(t *testing.T) {
 	require.Equal(t, 0, g.Fetches("hello"))
 	_, err = Handler(nil)
 	require.ErrorIs(t, err, ErrBadOption)
-	_, err = NewClient("https://mods.example.test/", WithHosts("bad host"))
+	store, err := modstore.Open(t.TempDir())
+	require.NoError(t, err)
+	_, err = Handler(store, WithHosts("bad host"))
 	require.ErrorIs(t, err, ErrBadOption)
 }

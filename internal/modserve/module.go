@@ -8,20 +8,10 @@ import (
 	"github.com/hashicorp/go-version"
 )
 
-// FormatVersion is the version of what the server's tree archives carry
-// beside the archive (the FormatHeader and DigestHeader), bumped when
-// either changes meaning. A client refuses an answer of another version
-// by name rather than guess at it.
-const FormatVersion = "1"
-
-// Headers of a tree archive answer.
-const (
-	// FormatHeader carries FormatVersion.
-	FormatHeader = "Tfisolate-Modserve-Format"
-	// DigestHeader carries the treesum digest (treesum.Tree.Digest) of the
-	// verified tree the archive holds.
-	DigestHeader = "Tfisolate-Tree-Digest"
-)
+// keyVersion is the version of the server's store keys (storeKey,
+// gitKey), bumped when what an entry holds changes meaning, so a store
+// filled by another release is never read as this one's.
+const keyVersion = "1"
 
 // Module is one module package the server serves: a registry module at
 // an exact version, HOST/NAMESPACE/NAME/SYSTEM as its source address
@@ -36,19 +26,6 @@ var (
 	partRE = regexp.MustCompile(`^[0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?$`)
 	hostRE = regexp.MustCompile(`^[0-9A-Za-z](?:[0-9A-Za-z.-]{0,251}[0-9A-Za-z])?(?::[0-9]{1,5})?$`)
 )
-
-// ParseModule parses a registry module's source address with its host
-// (HOST/NAMESPACE/NAME/SYSTEM; a source without a host, or with a
-// subdirectory, is refused: the server serves whole packages of a
-// registry it names) and an exact version.
-func ParseModule(source, ver string) (Module, error) {
-	parts := strings.Split(source, "/")
-	if len(parts) != 4 {
-		return Module{}, fmt.Errorf("%w %q: want HOST/NAMESPACE/NAME/SYSTEM", ErrBadModule, source)
-	}
-	m := Module{Host: strings.ToLower(parts[0]), Namespace: parts[1], Name: parts[2], System: parts[3], Version: ver}
-	return m, m.validate()
-}
 
 func (m Module) validate() error {
 	if !hostRE.MatchString(m.Host) || !strings.Contains(m.Host, ".") && !strings.Contains(m.Host, ":") {
@@ -80,7 +57,7 @@ func (m Module) String() string { return m.Source() + " " + m.Version }
 // storeKey is the module store's key of the package: never one the
 // runner's keys (an engine and a set of calls) can be.
 func (m Module) storeKey() string {
-	return "modserve " + FormatVersion + " registry " + m.Source() + " " + m.Version
+	return "modserve " + keyVersion + " registry " + m.Source() + " " + m.Version
 }
 
 // path is the package's path below the server's tree archives and its

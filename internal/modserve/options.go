@@ -8,10 +8,8 @@ import (
 	"time"
 )
 
-// Option configures the handler Handler returns and the Client NewClient
-// returns (one option shape for both, as in the SDK's other packages);
-// each says which it applies to and is ignored by the other. Options are
-// applied in order; an invalid value fails with ErrBadOption naming it.
+// Option configures the handler Handler returns. Options are applied in
+// order; an invalid value fails with ErrBadOption naming it.
 type Option interface {
 	apply(*config) error
 }
@@ -24,9 +22,10 @@ func (f optionFunc) apply(c *config) error { return f(c) }
 // server, unless WithFillTimeout says otherwise.
 const DefaultFillTimeout = 10 * time.Minute
 
-// DefaultClientTimeout bounds one Fetch from a server, unless
-// WithFillTimeout says otherwise: a server that fills from upstream on a
-// miss answers only once the download is done.
+// DefaultClientTimeout bounds one get of a machine through a server (the
+// runner's, around terraform's download) and the wait for an upstream's
+// answer headers: a server that fills from upstream on a miss answers
+// only once the download is done, within DefaultFillTimeout.
 const DefaultClientTimeout = DefaultFillTimeout + time.Minute
 
 type config struct {
@@ -36,7 +35,6 @@ type config struct {
 	upTokens    map[string]string
 	maxSize     int64
 	fillTimeout time.Duration
-	timeoutSet  bool
 	gitRefresh  time.Duration
 	hosts       map[string]bool // WithHosts; nil: any
 }
@@ -66,10 +64,10 @@ func defaultHTTPClient() *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-// WithToken (handler and client) is the bearer token: the handler answers
-// only requests carrying "Authorization: Bearer token" (what terraform
-// sends for a TF_TOKEN_<host> of the registry host whose host block
-// points at the server), and the client sends it. Compared in constant
+// WithToken is the bearer token: the handler answers only requests
+// carrying "Authorization: Bearer token" (what terraform sends for a
+// TF_TOKEN_<host> of the registry host whose host block points at the
+// server, and git for the header GitConfig sets). Compared in constant
 // time, never logged. An empty token is refused: leave the option out
 // for none.
 func WithToken(token string) Option {
@@ -82,9 +80,9 @@ func WithToken(token string) Option {
 	})
 }
 
-// WithLogger (handler and client) sends records to l: Info for each
-// upstream download, Warn for a failed request or a fallback. Nil
-// discards them, as does the default.
+// WithLogger sends the handler's records to l: Info for each upstream
+// download, Warn for a failed request. Nil discards them, as does the
+// default.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) error {
 		if l == nil {
@@ -95,9 +93,9 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
-// WithHTTPClient (handler and client) is the HTTP client: the handler's
-// for its upstream registries, the client's for the server. It must have
-// timeouts of its own for connecting and for headers; the default has.
+// WithHTTPClient is the HTTP client the handler fetches from its upstream
+// registries with. It must have timeouts of its own for connecting and
+// for headers; the default has.
 func WithHTTPClient(h *http.Client) Option {
 	return optionFunc(func(c *config) error {
 		if h == nil {
@@ -108,7 +106,7 @@ func WithHTTPClient(h *http.Client) Option {
 	})
 }
 
-// WithUpstreamToken (handler) gives the handler a token for an upstream
+// WithUpstreamToken gives the handler a token for an upstream
 // registry host, sent only to that host over https.
 func WithUpstreamToken(host, token string) Option {
 	return optionFunc(func(c *config) error {
@@ -123,8 +121,9 @@ func WithUpstreamToken(host, token string) Option {
 	})
 }
 
-// WithMaxSize (handler and client) bounds an archive and the tree it
-// unpacks to, each (DefaultMaxSize without it).
+// WithMaxSize bounds an upstream archive and the tree it unpacks to,
+// each, and a git repository's file the handler sends (DefaultMaxSize
+// without it).
 func WithMaxSize(n int64) Option {
 	return optionFunc(func(c *config) error {
 		if n <= 0 {
@@ -135,20 +134,19 @@ func WithMaxSize(n int64) Option {
 	})
 }
 
-// WithFillTimeout (handler and client) bounds the handler's upstream
-// download of one package (DefaultFillTimeout), and the client's whole
-// Fetch (a minute more: the server may be filling).
+// WithFillTimeout bounds the handler's upstream download or clone of one
+// package (DefaultFillTimeout without it).
 func WithFillTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("modserve: WithFillTimeout(%s): %w: the timeout must be positive", d, ErrBadOption)
 		}
-		c.fillTimeout, c.timeoutSet = d, true
+		c.fillTimeout = d
 		return nil
 	})
 }
 
-// WithGitRefresh (handler) sets how long a git repository's refs are
+// WithGitRefresh sets how long a git repository's refs are
 // served before it is cloned from upstream again (DefaultGitRefresh).
 func WithGitRefresh(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
@@ -160,7 +158,7 @@ func WithGitRefresh(d time.Duration) Option {
 	})
 }
 
-// WithHosts (handler) limits what the handler fetches from upstream to
+// WithHosts limits what the handler fetches from upstream to
 // registries and git servers on these hosts (a request for any other is
 // 404, nothing fetched): without it, whoever may ask the server (all
 // holders of its token) can make it fetch from any https host. Hosts are

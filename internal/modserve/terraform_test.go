@@ -3,6 +3,7 @@ package modserve
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,9 +19,17 @@ import (
 	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
+// hostBlock is the CLI config host block that sends plain terraform's (or
+// tofu's) module registry requests for host to the server at serverURL,
+// the "modules.v1" the runner's CLI config for a unit gives the host
+// (runner's serverCLIConfig, in terraform's JSON form).
+func hostBlock(serverURL, host string) string {
+	return fmt.Sprintf("host %q {\n  services = {\n    \"modules.v1\" = %q\n  }\n}\n", host, serverURL+"/modules.v1/"+host+"/")
+}
+
 // TestPlainEngineInstallsFromServer: plain terraform and plain tofu,
 // pointed at the module server only by a CLI config host block for the
-// registry's host (HostBlock: modules.v1 on the server) and the server's
+// registry's host (hostBlock: modules.v1 on the server) and the server's
 // token as TF_TOKEN_<host>, install a registry module from it (versions,
 // the download answer, the tree archive with its checksum), and, with
 // git's insteadOf for the git server's host (GitConfig), a git module at
@@ -34,7 +43,7 @@ func TestPlainEngineInstallsFromServer(t *testing.T) {
 		c := w.client(t)
 		gitEnv := c.GitConfig([]string{g.Host()}, w.token, 0)
 		cfg := filepath.Join(t.TempDir(), "cli.tfrc")
-		require.NoError(t, os.WriteFile(cfg, []byte(w.client(t).HostBlock(w.reg.Host(), "")), 0o644))
+		require.NoError(t, os.WriteFile(cfg, []byte(hostBlock(w.srv.URL, w.reg.Host())), 0o644))
 		cert := writeCert(t, w.srv)
 		for _, root := range []string{"a", "b"} {
 			dir := filepath.Join(t.TempDir(), root)
@@ -47,7 +56,6 @@ module "hello" { source = "` + g.Source("hello", "v1.0.0") + `" }
 `})
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			cmd := exec.CommandContext(ctx, e.Path, "get", "-no-color")
-			_ = c
 			cmd.Dir = dir
 			cmd.Env = append(testenv.TerraformEnv(cfg), "SSL_CERT_FILE="+cert,
 				"TF_TOKEN_"+strings.ReplaceAll(w.reg.Host(), ".", "_")+"="+w.token)
@@ -92,7 +100,7 @@ func TestPlainEngineChecksTheArchive(t *testing.T) {
 			})
 		})
 		cfg := filepath.Join(t.TempDir(), "cli.tfrc")
-		require.NoError(t, os.WriteFile(cfg, []byte(w.client(t).HostBlock(w.reg.Host(), "")), 0o644))
+		require.NoError(t, os.WriteFile(cfg, []byte(hostBlock(w.srv.URL, w.reg.Host())), 0o644))
 		dir := t.TempDir()
 		testenv.WriteTree(t, dir, map[string]string{"main.tf": `module "greet" {
   source  = "` + w.mod.Source() + `"
