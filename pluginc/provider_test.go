@@ -97,9 +97,9 @@ func TestUnderscoreNamespaceCache(t *testing.T) {
 	pkgs, err := c.Ensure(ctx, Requirement{Provider: p, Constraints: "~> 1.0"})
 	require.NoError(t, err)
 	require.Len(t, pkgs, 1)
-	require.Equal(t, filepath.Join(c.Dir(), host, ns, testprovider.Type, "1.0.0", testprovider.Platform), pkgs[0].Dir)
+	require.Equal(t, filepath.Join(c.PackagesDir(), host, ns, testprovider.Type, "1.0.0", testprovider.Platform), pkgs[0].Dir)
 	require.FileExists(t, filepath.Join(pkgs[0].Dir, testprovider.ExecutableName("1.0.0")))
-	require.Contains(t, string(c.CLIConfig()), c.Dir(), "terraform reads the entry from the cache dir")
+	require.Contains(t, string(c.CLIConfig()), c.PackagesDir(), "terraform reads the entry from the cache's packages dir")
 
 	lock := LockFile(pkgs)
 	require.Contains(t, string(lock), `provider "`+host+`/`+ns+`/`+testprovider.Type+`" {`)
@@ -136,7 +136,7 @@ func TestUnderscoreNamespaceCache(t *testing.T) {
 	require.NoError(t, err)
 	viaMirror, err := client.Ensure(ctx, Requirement{Provider: p, Constraints: "~> 1.0"})
 	require.NoError(t, err)
-	require.Equal(t, filepath.Join(client.Dir(), host, ns, testprovider.Type, "1.0.0", testprovider.Platform), viaMirror[0].Dir)
+	require.Equal(t, filepath.Join(client.PackagesDir(), host, ns, testprovider.Type, "1.0.0", testprovider.Platform), viaMirror[0].Dir)
 	require.Equal(t, pkgs[0].Hashes[0], viaMirror[0].Hashes[0], "the mirror serves the entry's package")
 	require.Contains(t, string(LockFile(viaMirror)), `provider "`+host+`/`+ns+`/`+testprovider.Type+`" {`)
 	_, err = os.Stat(filepath.Join(viaMirror[0].Dir, testprovider.ExecutableName("1.0.0")))
@@ -149,6 +149,6 @@ func TestUnderscoreNamespaceCache(t *testing.T) {
 	require.NoError(t, err)
 	viaRegistry, err := direct.Ensure(ctx, Requirement{Provider: p, Constraints: "~> 1.0"})
 	require.NoError(t, err)
-	require.Equal(t, filepath.Join(direct.Dir(), host, ns, testprovider.Type, "1.0.0", testprovider.Platform), viaRegistry[0].Dir)
+	require.Equal(t, filepath.Join(direct.PackagesDir(), host, ns, testprovider.Type, "1.0.0", testprovider.Platform), viaRegistry[0].Dir)
 	require.Contains(t, viaRegistry[0].Hashes, pkgs[0].Hashes[0], "the registry's package is the mirror's")
 }
