@@ -1,8 +1,10 @@
 // Command buildengines builds the engine matrix's releases (testenv.Build)
-// into the per-machine cache, one after another, before a test run: CI
-// runs it first so that no test waits on a cold build while the suite
-// loads the machine. The tests build what is missing themselves; this
-// only does it earlier. It prints each binary's path.
+// into the per-machine cache, one after another: CI (.ci/run) starts it
+// in the background before vet and the tests, so the builds run beside
+// the packages that need no engine. The tests build what is missing
+// themselves, behind the same flock (a test that needs an engine this is
+// building waits for it); this only starts it earlier. It prints each
+// binary's path.
 package main
 
 import (
@@ -10,13 +12,16 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/testenv"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM too: .ci/run stops it so when its tests fail (a background
+	// job of a script ignores SIGINT).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "buildengines:", err)
@@ -31,7 +36,8 @@ func run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%s: %s (%.0fs)\n", b.Name(), p, time.Since(start).Seconds())
+		// Named as its own, as CI prints these between go test's lines.
+		fmt.Printf("buildengines: %s: %s (%.0fs)\n", b.Name(), p, time.Since(start).Seconds())
 	}
 	return nil
 }
