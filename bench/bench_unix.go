@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/internal/engine"
-	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/harness/demo"
+	"github.com/tfisolate/tfisolate/internal/testkit/testregistry"
 )
 
 // env is what every part of a bench run shares.

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
-	"github.com/tfisolate/tfisolate/internal/naive"
+	"github.com/tfisolate/tfisolate/internal/harness/demo"
+	"github.com/tfisolate/tfisolate/internal/harness/naive"
 	"github.com/tfisolate/tfisolate/runner"
 	"github.com/tfisolate/tfisolate/workdir"
 )

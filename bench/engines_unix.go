@@ -15,9 +15,9 @@ import (
 
 	"github.com/hashicorp/go-version"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
 	"github.com/tfisolate/tfisolate/internal/engine"
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/harness/demo"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 )
 
 // procTimeout bounds one terraform or tofu process the floor section

@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 )
 
 func main() {

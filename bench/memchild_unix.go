@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
-	"github.com/tfisolate/tfisolate/internal/naive"
-	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/harness/demo"
+	"github.com/tfisolate/tfisolate/internal/harness/naive"
+	"github.com/tfisolate/tfisolate/internal/testkit/testregistry"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/runner"
 	"github.com/tfisolate/tfisolate/workdir"
@@ -49,7 +49,7 @@ func init() {
 const (
 	memTfisolate         = "tfisolate"          // the runner, its budget read from the cgroup
 	memTfisolateNoBudget = "tfisolate-nobudget" // the runner at parallelism N, no budget
-	memWorkaround        = "workaround"         // internal/naive Preinit
+	memWorkaround        = "workaround"         // internal/harness/naive Preinit
 	memTofu              = "tofu"               // OpenTofu init + apply, N at once
 )
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/tfisolate/tfisolate/internal/memory"
-	"github.com/tfisolate/tfisolate/internal/testprovider/provider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider/provider"
 )
 
 // memChildTimeout bounds one approach's child: far above what N units of

@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
-	"github.com/tfisolate/tfisolate/internal/naive"
-	"github.com/tfisolate/tfisolate/internal/testprovider"
-	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/harness/demo"
+	"github.com/tfisolate/tfisolate/internal/harness/naive"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testregistry"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/runner"
 	"github.com/tfisolate/tfisolate/workdir"
@@ -143,7 +143,7 @@ one unit, nor sooner than the CPU they need spread over every core.
   floor's command is ` + "`terraform apply`" + ` alone in an initialized workdir
   with the state of an earlier apply: an unchanged re-apply needs no init.
 
-Rows: **workaround** is the hand-written one (internal/naive Preinit: one
+Rows: **workaround** is the hand-written one (internal/harness/naive Preinit: one
 shared copy of the component with its committed lock file, TF_DATA_DIR
 per instance, terraform's plugin cache, one serial ` + "`terraform init`" + `, then
 init + apply of every instance at once; a re-apply runs the same script

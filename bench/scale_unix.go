@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
-	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/harness/demo"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/runner"
 	"github.com/tfisolate/tfisolate/workdir"

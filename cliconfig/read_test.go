@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/cliconfig"
-	"github.com/tfisolate/tfisolate/internal/testcliconfig"
+	"github.com/tfisolate/tfisolate/internal/testkit/testcliconfig"
 )
 
 func TestReadCLIConfigEveryBlock(t *testing.T) {

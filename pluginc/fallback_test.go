@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
 )
 
 // TestMirrorFallback (issue 36 item 8): with the fleet set-up (a network

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
 )
 
 // TestPluginCacheLayoutIsNotTheCaches: what a plain terraform or tofu

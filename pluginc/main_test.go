@@ -3,8 +3,8 @@ package pluginc
 import (
 	"testing"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
-	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
 )
 
 // TestMain runs a child role when a test re-executed the binary as a

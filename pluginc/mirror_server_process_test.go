@@ -20,15 +20,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/sumdb/dirhash"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
-	"github.com/tfisolate/tfisolate/internal/testprovider"
-	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testregistry"
 )
 
 // The fleet tests run one mirror process (a Cache filled from the
 // loopback registry, served by MirrorHandler over loopback HTTPS) and
 // runner processes (each its own cache, the mirror its first source),
-// all children of the test through internal/childproc.
+// all children of the test through internal/testkit/childproc.
 const (
 	roleMirror = "fleet-mirror"
 	roleRunner = "fleet-runner"

@@ -10,12 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/otheruser"
+	"github.com/tfisolate/tfisolate/internal/testkit/otheruser"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 
 // The other user of a shared machine is this test binary, re-run as uid
-// 65534 by internal/otheruser with -test.run pointing at
+// 65534 by internal/testkit/otheruser with -test.run pointing at
 // TestOtherUserChild and the acts to do.
 const otherID = otheruser.ID // nobody/nogroup
 

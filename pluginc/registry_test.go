@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/sumdb/dirhash"
 
-	"github.com/tfisolate/tfisolate/internal/testprovider"
-	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testregistry"
 )
 
 // otherPlatform is a platform the tests never run on, so its package only

@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/cliconfig"
-	"github.com/tfisolate/tfisolate/internal/testcliconfig"
-	"github.com/tfisolate/tfisolate/internal/testenv"
-	"github.com/tfisolate/tfisolate/internal/testprovider"
-	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/testkit/testcliconfig"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testregistry"
 )
 
 // Scenarios with real terraform for the user's CLI config: credentials,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/testbackend"
+	"github.com/tfisolate/tfisolate/internal/testkit/testbackend"
 )
 
 func stateLineage(t *testing.T, path string) string {

@@ -24,10 +24,10 @@ import (
 	"github.com/hashicorp/go-version"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/engine"
-	"github.com/tfisolate/tfisolate/internal/testbackend"
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/testbackend"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )

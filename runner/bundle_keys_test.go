@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
-	"github.com/tfisolate/tfisolate/internal/testbackend"
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testbackend"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 )
 
 // TestPlanBundleKeys: a key is all or nothing on both sides. An empty

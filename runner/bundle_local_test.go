@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/bundle"
-	"github.com/tfisolate/tfisolate/internal/testbackend"
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testbackend"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 	"github.com/tfisolate/tfisolate/internal/treesum"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/bundle"
 	"github.com/tfisolate/tfisolate/internal/reflink"
-	"github.com/tfisolate/tfisolate/internal/testbackend"
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testbackend"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )

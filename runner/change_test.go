@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/testprovider"
-	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testregistry"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 )
 
 // tfDataDirsUnder lists the processes whose TF_DATA_DIR lies under root:

@@ -21,10 +21,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/sumdb/dirhash"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
-	"github.com/tfisolate/tfisolate/internal/testenv"
-	"github.com/tfisolate/tfisolate/internal/testprovider"
-	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testregistry"
 )
 
 // fleet is the loopback registry serving the test provider and a running

@@ -3,8 +3,8 @@ package runner
 import (
 	"testing"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
-	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
 )
 
 // TestMain runs a child role (child_test.go) when a test re-executed the

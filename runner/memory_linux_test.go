@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/admission"
-	"github.com/tfisolate/tfisolate/internal/childproc"
 	"github.com/tfisolate/tfisolate/internal/memory"
-	"github.com/tfisolate/tfisolate/internal/testprovider/provider"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider/provider"
 	"github.com/tfisolate/tfisolate/workdir"
 )
 

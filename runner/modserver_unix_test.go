@@ -18,9 +18,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
-	"github.com/tfisolate/tfisolate/internal/testenv"
-	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testregistry"
 )
 
 // modFleet is the loopback registry publishing tfisolate/greet/tfitest

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/testenv"
-	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
 )
 
 // TestPlainEnginesSharingTheCacheDir is issue 41's shared CI agent: a

@@ -22,8 +22,8 @@ import (
 
 	"github.com/tfisolate/tfisolate/internal/engine"
 	"github.com/tfisolate/tfisolate/internal/providerreqs"
-	"github.com/tfisolate/tfisolate/internal/testenv"
-	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/workdir"
 )

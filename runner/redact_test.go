@@ -10,8 +10,8 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/testbackend"
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testbackend"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 )
 
 // redactComponent puts secrets everywhere a plan can hold them: a

@@ -8,7 +8,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
 )
 
 // TestSourceLockFileOutsideConstraints: a lock file committed in the

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/atomicfile"
-	"github.com/tfisolate/tfisolate/internal/childproc"
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 )
 
 // stateOther is a state with resources of a lineage no other test state

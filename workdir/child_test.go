@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
 )
 
 // child is the body of a re-executed test binary (see childproc): its

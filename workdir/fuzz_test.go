@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 )
 
 // fuzzSource is a component with a local module, so the materialized

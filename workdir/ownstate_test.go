@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 )
 
 const (
@@ -27,7 +27,7 @@ const (
 // is refused, naming the file and its resource count, while the instance
 // has no state of its own; so is one that records only outputs (plain
 // terraform plans their deletion from it: found by the sweep of
-// Terraform's fixtures, internal/conformance); a source state that
+// Terraform's fixtures, internal/suites/conformance); a source state that
 // records nothing, or one the backend does not use, is not.
 func TestSourceStateRefusedUntilAdopted(t *testing.T) {
 	for _, tc := range []struct {
@@ -158,7 +158,7 @@ func recordedLocal(p string) string {
 // default terraform.tfstate(.d) beside another backend, and the state of
 // the local backend the component's own .terraform records when the
 // configuration names another (found by the sweep of Terraform's
-// fixtures, internal/conformance). Real plain terraform, on a copy of
+// fixtures, internal/suites/conformance). Real plain terraform, on a copy of
 // each refused source, stops too. Left state that records nothing, a
 // recorded backend still in use, and a record naming a path outside the
 // component are no reason to refuse.

@@ -15,7 +15,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 )
 
 // A FIFO named like a configuration file never hangs Prepare: it is

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 )
 
 // An OpenTofu encrypted state (JSON with encrypted_data and no resources)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/otheruser"
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/otheruser"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 )
 
 // requireUnsafe checks that err refuses path by name, with its owner and
@@ -48,7 +48,7 @@ type otherAct struct {
 }
 
 // TestOtherUserChild is not a test: it is the body of the other user's
-// process (uid 65534, see internal/otheruser).
+// process (uid 65534, see internal/testkit/otheruser).
 func TestOtherUserChild(t *testing.T) {
 	var acts []otherAct
 	if !otheruser.Spec(t, &acts) {

@@ -31,8 +31,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
-	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/harness/demo"
+	"github.com/tfisolate/tfisolate/internal/testkit/testregistry"
 	"github.com/tfisolate/tfisolate/pluginc"
 	"github.com/tfisolate/tfisolate/runner"
 )

@@ -14,8 +14,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
-	"github.com/tfisolate/tfisolate/internal/testregistry"
+	"github.com/tfisolate/tfisolate/internal/harness/demo"
+	"github.com/tfisolate/tfisolate/internal/testkit/testregistry"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
 

@@ -12,7 +12,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
+	"github.com/tfisolate/tfisolate/internal/harness/demo"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
 

@@ -10,7 +10,7 @@ package main
 import (
 	"context"
 
-	"github.com/tfisolate/tfisolate/internal/demo"
+	"github.com/tfisolate/tfisolate/internal/harness/demo"
 	"github.com/tfisolate/tfisolate/pluginc"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
-	"github.com/tfisolate/tfisolate/internal/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
 )
 
 // functionSamples call every function of the table (at least once each;

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
 )
 
 func TestMain(m *testing.M) {

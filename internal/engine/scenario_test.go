@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfisolate/tfisolate/internal/engine"
-	"github.com/tfisolate/tfisolate/internal/testenv"
-	"github.com/tfisolate/tfisolate/internal/testprovider"
+	"github.com/tfisolate/tfisolate/internal/testkit/testenv"
+	"github.com/tfisolate/tfisolate/internal/testkit/testprovider"
 )
 
 // runEngine runs bin in dir with env and returns its combined output.

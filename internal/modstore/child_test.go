@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
 )
 
 // Environment of a child process.

@@ -3,7 +3,7 @@ package modstore
 import (
 	"testing"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
 )
 
 // TestMain runs a child role (child_test.go) when a test re-executed the

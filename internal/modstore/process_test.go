@@ -11,7 +11,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
 )
 
 // TestProcessesFillOnce: 4 processes x 4 goroutines Get one key of an

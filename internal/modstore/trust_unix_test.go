@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/otheruser"
 	"github.com/tfisolate/tfisolate/internal/pathtrust"
+	"github.com/tfisolate/tfisolate/internal/testkit/otheruser"
 )
 
 // requireUnsafe checks that err refuses path by name, with its owner and
@@ -118,7 +118,7 @@ type otherAct struct {
 }
 
 // TestOtherUserChild is not a test: it is the body of the other user's
-// process (uid 65534, see internal/otheruser).
+// process (uid 65534, see internal/testkit/otheruser).
 func TestOtherUserChild(t *testing.T) {
 	var acts []otherAct
 	if !otheruser.Spec(t, &acts) {

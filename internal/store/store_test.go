@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
 )
 
 // TestLockExcludesProcesses: four processes and two goroutines of this

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/tfisolate/tfisolate/internal/childproc"
+	"github.com/tfisolate/tfisolate/internal/testkit/childproc"
 )
 
 // interruptible is a stand-in for terraform: it says "ready" once its
