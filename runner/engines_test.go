@@ -256,8 +256,8 @@ func TestEnginesShortAddresses(t *testing.T) {
 		require.Equal(t, 1, w.reg.Downloads(w.pkg.Key()))
 		require.Equal(t, 1, w.reg.TotalDownloads())
 		require.EqualValues(t, 1, w.cache.Stats().Downloads)
-		require.DirExists(t, filepath.Join(w.cacheDir, host, testprovider.Namespace, testprovider.Type, providerVersion, testprovider.Platform))
-		require.NoDirExists(t, filepath.Join(w.cacheDir, registryHost(t, otherKind(e.Kind))))
+		require.DirExists(t, filepath.Join(w.cache.PackagesDir(), host, testprovider.Namespace, testprovider.Type, providerVersion, testprovider.Platform))
+		require.NoDirExists(t, filepath.Join(w.cache.PackagesDir(), registryHost(t, otherKind(e.Kind))))
 		requireSourceClean(t, src)
 
 		// The engine's own verdict on the lock file: init in the unit's
