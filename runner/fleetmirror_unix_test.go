@@ -116,13 +116,20 @@ func (m *fleetMember) statePath(inst string) string {
 func (m *fleetMember) result(t *testing.T) fleetRunnerResult {
 	t.Helper()
 	require.NoError(t, m.p.Wait(), "runner %s:\n%s", m.name, m.p.Output())
-	out := m.p.Output()
-	i := strings.LastIndex(out, fleetRunnerResultPrefix)
-	require.GreaterOrEqual(t, i, 0, "no result from runner %s:\n%s", m.name, out)
-	line, _, _ := strings.Cut(out[i+len(fleetRunnerResultPrefix):], "\n")
 	var r fleetRunnerResult
-	require.NoError(t, json.Unmarshal([]byte(line), &r))
+	lastResult(t, m.p.Output(), fleetRunnerResultPrefix, &r)
 	return r
+}
+
+// lastResult decodes, into v, the JSON after the last line of out that
+// starts with prefix: what a child runner process printed when its Run
+// was over (its result line comes last, after its own log output).
+func lastResult(t *testing.T, out, prefix string, v any) {
+	t.Helper()
+	i := strings.LastIndex(out, prefix)
+	require.GreaterOrEqual(t, i, 0, "no result line %q in:\n%s", prefix, out)
+	line, _, _ := strings.Cut(out[i+len(prefix):], "\n")
+	require.NoError(t, json.Unmarshal([]byte(line), v))
 }
 
 // TestFleetMirrorRunners (issue 15 item 2): one mirror process and four

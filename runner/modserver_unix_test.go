@@ -104,12 +104,8 @@ output "greeting" { value = module.hello.greeting }
 func modResult(t *testing.T, p *childproc.Proc) modRunnerResult {
 	t.Helper()
 	require.NoError(t, p.Wait(), p.Output())
-	out := p.Output()
-	i := strings.LastIndex(out, modRunnerResultPrefix)
-	require.GreaterOrEqual(t, i, 0, "no result:\n%s", out)
-	line, _, _ := strings.Cut(out[i+len(modRunnerResultPrefix):], "\n")
 	var r modRunnerResult
-	require.NoError(t, json.Unmarshal([]byte(line), &r))
+	lastResult(t, p.Output(), modRunnerResultPrefix, &r)
 	return r
 }
 
